@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# Shared by lab/guest and lab/checktopos: loading lab/topologies/NAME.sh.
+#
+# A topology file is bash, sourced with these variables preset to empty:
+#   TOPO_DESC             one-line description
+#   TOPO_MEM              QEMU -m value; must equal the sum of the node memdevs
+#   TOPO_SMP              QEMU -smp value
+#   TOPO_ARGS             array of extra QEMU arguments (-object, -numa ...)
+#   TOPO_EXPECT_DISTANCE  expected `cat /sys/devices/system/node/node*/distance`
+#                         (one line per node, newline-terminated)
+#   TOPO_EXPECT_CPULIST   expected node*/cpulist, space-separated, in node order
+# and may call topo_distances to describe a SLIT.
+
+# topo_distances "ROW0" "ROW1" ...: append one `-numa dist` per ordered pair of
+# distinct nodes to TOPO_ARGS and set TOPO_EXPECT_DISTANCE to the matrix.
+topo_distances() {
+    local -a rows=("$@") row
+    local n=${#rows[@]} i j
+    TOPO_EXPECT_DISTANCE=''
+    for ((i = 0; i < n; i++)); do
+        read -r -a row <<<"${rows[i]}"
+        if ((${#row[@]} != n)); then
+            echo "topo_distances: row $i has ${#row[@]} entries, want $n" >&2
+            return 1
+        fi
+        for ((j = 0; j < n; j++)); do
+            if ((i != j)); then
+                TOPO_ARGS+=(-numa "dist,src=$i,dst=$j,val=${row[j]}")
+            fi
+        done
+        TOPO_EXPECT_DISTANCE+="${row[*]}"$'\n'
+    done
+}
+
+# load_topology FILE: source FILE into the TOPO_* variables.
+load_topology() {
+    # shellcheck disable=SC2034 # read by the callers
+    TOPO_DESC='' TOPO_MEM='' TOPO_SMP='' TOPO_ARGS=()
+    # shellcheck disable=SC2034
+    TOPO_EXPECT_DISTANCE='' TOPO_EXPECT_CPULIST=''
+    # shellcheck source=/dev/null
+    source "$1" || return 1
+    if [[ -z $TOPO_MEM || -z $TOPO_SMP ]]; then
+        echo "$1 must set TOPO_MEM and TOPO_SMP" >&2
+        return 1
+    fi
+}

@@ -1,0 +1,14 @@
+//! Command orchestration: each subcommand's glue between the library and
+//! the terminal. Errors carry context (`anyhow`); `crate::error` maps them
+//! to exit codes.
+
+pub mod topo;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Topo(args) => topo::run(&cli.sysfs_root, &args),
+    }
+}

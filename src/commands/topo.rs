@@ -1,0 +1,80 @@
+//! `numalab topo`: load a topology and print it.
+
+use crate::cli::{TopoArgs, TopologySource};
+use crate::error::usage;
+use crate::idset::IdSet;
+use crate::topology::sysfs::{read_topology, SysRoot};
+use crate::topology::{presets, render, Topology};
+use anyhow::Context;
+use std::path::Path;
+
+/// Loads the topology a command asked for: a preset, a JSON file, or the
+/// machine under `sysfs_root`.
+pub fn load(sysfs_root: &Path, source: &TopologySource) -> anyhow::Result<Topology> {
+    if let Some(name) = &source.preset {
+        return match presets::find(name) {
+            Some(p) => Ok(p.topology()),
+            None => Err(usage(format!(
+                "unknown preset {name:?}; known presets: {}",
+                presets::PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        };
+    }
+    if let Some(path) = &source.topology {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read topology file {}: {e}", path.display())))?;
+        return Ok(Topology::from_json(&text, &path.display().to_string())?);
+    }
+    let sys = SysRoot::new(sysfs_root);
+    read_topology(&sys)
+        .with_context(|| format!("reading the topology under {}", sysfs_root.display()))
+}
+
+pub fn run(sysfs_root: &Path, args: &TopoArgs) -> anyhow::Result<()> {
+    if args.list_presets {
+        for p in presets::PRESETS {
+            println!("{:<16} {}", p.name, p.description);
+        }
+        return Ok(());
+    }
+    let topo = match &args.capture {
+        Some(dir) => {
+            let sys = SysRoot::recording(sysfs_root);
+            let topo = read_topology(&sys)
+                .with_context(|| format!("reading the topology under {}", sysfs_root.display()))?;
+            let n = sys
+                .capture(dir)
+                .with_context(|| format!("writing the fixture tree to {}", dir.display()))?;
+            eprintln!("captured {n} files under {}", dir.display());
+            topo
+        }
+        None => load(sysfs_root, &args.source)?,
+    };
+    let nodes = match &args.nodes {
+        Some(list) => IdSet::parse_in(list, &topo.node_ids(), "node")?,
+        None => topo.node_ids(),
+    };
+    let cpus = match &args.cpus {
+        Some(list) => {
+            let known: IdSet = topo.cpus.iter().map(|c| c.id).collect();
+            Some(IdSet::parse_in(list, &known, "CPU")?)
+        }
+        None => None,
+    };
+    if args.json {
+        println!("{}", topo.to_json());
+        return Ok(());
+    }
+    print!("{}", render::numactl_hardware(&topo));
+    println!();
+    print!("{}", render::structure(&topo, &nodes));
+    if let Some(cpus) = cpus {
+        println!();
+        print!("{}", render::cpu_table(&topo, &cpus));
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! One place that turns errors into messages and exit codes.
+//!
+//! Exit codes: 0 success, 1 a run that failed, 2 bad usage or an environment
+//! that cannot do what was asked (bad list, unknown node, unreadable sysfs,
+//! missing kernel feature). Library errors that mean "the input is wrong"
+//! are recognised anywhere in an error's context chain.
+
+use crate::idset::ListError;
+use crate::topology::sysfs::SysfsError;
+use crate::topology::TopologyError;
+
+/// Exit code for a failed run.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code for bad usage or an unusable environment.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Bad input or an environment that cannot do what was asked: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Shorthand: an `anyhow` error that exits 2.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The exit code an error deserves.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    let is_usage = err.chain().any(|c| {
+        c.is::<UsageError>()
+            || c.is::<ListError>()
+            || c.is::<TopologyError>()
+            || c.is::<SysfsError>()
+    });
+    if is_usage {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// The message printed for an error: the outermost context, then each cause.
+pub fn message(err: &anyhow::Error) -> String {
+    let mut msg = format!("error: {err}");
+    for cause in err.chain().skip(1) {
+        msg.push_str(&format!("\n  caused by: {cause}"));
+    }
+    msg
+}

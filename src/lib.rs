@@ -1,0 +1,13 @@
+//! numalab: measure, explain and predict NUMA placement on Linux.
+//!
+//! The library holds the logic; the `numalab` binary is glue. The spine:
+//! experiment spec -> backend (host or simulator) -> records (JSON lines) ->
+//! statistics -> reports. This release has the machine model ([`topology`])
+//! and the list syntax shared by every command ([`idset`]).
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod idset;
+pub mod sys;
+pub mod topology;
