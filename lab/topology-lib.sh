@@ -5,10 +5,15 @@
 #   TOPO_DESC             one-line description
 #   TOPO_MEM              QEMU -m value; must equal the sum of the node memdevs
 #   TOPO_SMP              QEMU -smp value
+#   TOPO_CPU              QEMU -cpu value; default "max,vendor=GenuineIntel"
+#                         (TCG's plain "max" claims to be AMD without topoext,
+#                         and the guest then shows no SMT siblings at all)
 #   TOPO_ARGS             array of extra QEMU arguments (-object, -numa ...)
 #   TOPO_EXPECT_DISTANCE  expected `cat /sys/devices/system/node/node*/distance`
 #                         (one line per node, newline-terminated)
 #   TOPO_EXPECT_CPULIST   expected node*/cpulist, space-separated, in node order
+#   TOPO_EXPECT_SIBLINGS  expected cpu*/topology/thread_siblings_list,
+#                         space-separated, in CPU order
 # and may call topo_distances to describe a SLIT.
 
 # topo_distances "ROW0" "ROW1" ...: append one `-numa dist` per ordered pair of
@@ -35,9 +40,11 @@ topo_distances() {
 # load_topology FILE: source FILE into the TOPO_* variables.
 load_topology() {
     # shellcheck disable=SC2034 # read by the callers
-    TOPO_DESC='' TOPO_MEM='' TOPO_SMP='' TOPO_ARGS=()
-    # shellcheck disable=SC2034
-    TOPO_EXPECT_DISTANCE='' TOPO_EXPECT_CPULIST=''
+    {
+        TOPO_DESC='' TOPO_MEM='' TOPO_SMP='' TOPO_ARGS=()
+        TOPO_CPU='max,vendor=GenuineIntel'
+        TOPO_EXPECT_DISTANCE='' TOPO_EXPECT_CPULIST='' TOPO_EXPECT_SIBLINGS=''
+    }
     # shellcheck source=/dev/null
     source "$1" || return 1
     if [[ -z $TOPO_MEM || -z $TOPO_SMP ]]; then

@@ -25,6 +25,14 @@ pub enum Command {
     /// Show the NUMA topology: first exactly what `numactl --hardware`
     /// prints, then per node its LLCs, cores and SMT threads.
     Topo(TopoArgs),
+
+    /// Run the NUMA-sensitive probe once under a chosen placement and report
+    /// its time, where its pages really are, and how it moved between CPUs.
+    Probe(ProbeArgs),
+
+    /// Put a constant CPU-only load on every CPU (or a list), one pinned
+    /// worker per CPU, until Ctrl-C, SIGTERM or --duration.
+    Load(LoadArgs),
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.
@@ -68,4 +76,82 @@ pub struct TopoArgs {
     /// that `--sysfs-root DIR` reads back.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["preset", "topology"])]
     pub capture: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(group(clap::ArgGroup::new("mempolicy").args(["membind", "preferred", "interleave"])))]
+pub struct ProbeArgs {
+    /// Access pattern.
+    #[arg(long, value_enum, default_value = "rand-rw")]
+    pub pattern: crate::probe::Pattern,
+
+    /// Buffer size (K, M, G suffixes); gather-add splits it between a, b and ix.
+    #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
+    pub size: u64,
+
+    /// Outer iterations, each one timed pass of the inner loop.
+    #[arg(long, default_value_t = 4)]
+    pub counts: u32,
+
+    /// Hard affinity to this node's CPUs (default: float).
+    #[arg(long, value_name = "NODE")]
+    pub cpunodebind: Option<u32>,
+
+    /// Memory policy MPOL_BIND to this node (default: float, first touch).
+    #[arg(long, value_name = "NODE")]
+    pub membind: Option<u32>,
+
+    /// Memory policy MPOL_PREFERRED for this node (not the scheduler's --pnid).
+    #[arg(long, value_name = "NODE")]
+    pub preferred: Option<u32>,
+
+    /// Memory policy MPOL_INTERLEAVE over these nodes.
+    #[arg(long, value_name = "LIST")]
+    pub interleave: Option<String>,
+
+    /// The scheduler's preferred NUMA node for this task ("Preferred Node
+    /// Affinity", PR_PREFERRED_NID, an out-of-tree patch); -1 clears. Used only
+    /// when the kernel shows the patch, or with --pnid-prctl.
+    #[arg(long, value_name = "NODE", allow_hyphen_values = true)]
+    pub pnid: Option<i32>,
+
+    /// The PR_PREFERRED_NID option number and argument layout of your
+    /// patched kernel: NUMBER[:poc|v2025] (101 = 2023 POC, 78 = 2025 v2).
+    #[arg(long, value_name = "NUMBER[:LAYOUT]", requires = "pnid")]
+    pub pnid_prctl: Option<String>,
+
+    /// Transparent huge pages for the buffer: madvise on, off, or leave to the system.
+    #[arg(long, value_enum, default_value = "system")]
+    pub thp: crate::probe::ThpMode,
+
+    /// Check the probe's own CPU every N accesses (0: off).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub observe_every: u32,
+
+    /// Print one JSON record (schema numalab.probe/1) instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LoadArgs {
+    /// Percent of each CPU to keep busy (0-100).
+    #[arg(long, default_value_t = 60.0)]
+    pub percent: f64,
+
+    /// CPUs to load (default: every CPU this process may use).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Duty-cycle period in milliseconds.
+    #[arg(long, default_value_t = 20.0, value_name = "MS")]
+    pub period_ms: f64,
+
+    /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    crate::units::parse_size(s)
 }

@@ -5,9 +5,13 @@
 //! statistics -> reports. This release has the machine model ([`topology`])
 //! and the list syntax shared by every command ([`idset`]).
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod idset;
+pub mod load;
+pub mod probe;
 pub mod sys;
 pub mod topology;
+pub mod units;

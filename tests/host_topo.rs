@@ -53,7 +53,10 @@ fn compare(ours: &str, before: &str, after: &str) -> Result<(), String> {
 #[test]
 fn topo_matches_numactl_hardware_line_for_line() {
     if numactl_hardware().is_none() {
-        assert!(!required(), "numactl is required (NUMALAB_REQUIRE_TOOLS) but did not run");
+        assert!(
+            !required(),
+            "numactl is required (NUMALAB_REQUIRE_TOOLS) but did not run"
+        );
         eprintln!("SKIPPED: numactl --hardware is not available on this machine");
         return;
     }

@@ -21,3 +21,4 @@ topo_distances \
     "19 19 19 19 17 17 10 12" \
     "19 19 19 19 17 17 12 10"
 TOPO_EXPECT_CPULIST="0 1 2 3 4 5 6 7"
+TOPO_EXPECT_SIBLINGS="0 1 2 3 4 5 6 7"

@@ -18,3 +18,4 @@ topo_distances \
     "20 10 25" \
     "30 25 10"
 TOPO_EXPECT_CPULIST="0-1 2-3 "
+TOPO_EXPECT_SIBLINGS="0 1 2 3"

@@ -2,6 +2,8 @@
 //! the terminal. Errors carry context (`anyhow`); `crate::error` maps them
 //! to exit codes.
 
+pub mod load;
+pub mod probe;
 pub mod topo;
 
 use crate::cli::{Cli, Command};
@@ -10,5 +12,7 @@ use crate::cli::{Cli, Command};
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Topo(args) => topo::run(&cli.sysfs_root, &args),
+        Command::Probe(args) => probe::run(&cli.sysfs_root, &args),
+        Command::Load(args) => load::run(&cli.sysfs_root, &args),
     }
 }

@@ -1,6 +1,15 @@
-//! Thin wrappers over the system calls numalab needs that std lacks.
-//! Every `unsafe` block in the crate lives under this module, each with a
-//! `// SAFETY:` note.
+//! Thin wrappers over the system calls numalab needs that std lacks:
+//! CPU affinity, memory policy, page placement, prctl, and anonymous
+//! buffers. Every `unsafe` block outside the probe's access kernels lives
+//! under this module, each with a `// SAFETY:` note.
+
+pub mod buffer;
+pub mod numa;
+
+pub use buffer::Buffer;
+
+use crate::idset::IdSet;
+use std::io;
 
 /// Restores the default SIGPIPE action, so `numalab topo | head` ends
 /// quietly like other command-line tools instead of panicking on EPIPE.
@@ -9,5 +18,91 @@ pub fn default_sigpipe() {
     // once at start-up before any thread is spawned.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// The CPU the calling thread runs on (glibc reads it from rseq or vDSO).
+#[inline(always)]
+pub fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments and touches no user memory.
+    let c = unsafe { libc::sched_getcpu() };
+    c.max(0) as u32
+}
+
+/// The calling process id.
+pub fn pid() -> i32 {
+    // SAFETY: getpid cannot fail and touches no memory.
+    unsafe { libc::getpid() }
+}
+
+/// Binds thread `tid` (0 = caller) to `cpus`.
+pub fn set_affinity(tid: i32, cpus: &IdSet) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is its empty value.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in cpus.iter() {
+        if c as usize >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: `c` is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs thread `tid` (0 = caller) may run on.
+pub fn get_affinity(tid: i32) -> io::Result<IdSet> {
+    // SAFETY: as above; the kernel fills `set`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `c` ranges below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// Asks the kernel to kill this process with `sig` when its parent dies
+/// (PR_SET_PDEATHSIG), so helpers never outlive whoever started them.
+pub fn die_with_parent(sig: i32) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and no pointers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the calling thread's timer slack (PR_SET_TIMERSLACK), so sleeps end
+/// on time; failure only costs precision and is ignored.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// A raw prctl(2) with five word arguments; returns the result or errno.
+pub fn prctl_raw(option: i32, a2: u64, a3: u64, a4: u64, a5: u64) -> io::Result<i64> {
+    // SAFETY: callers pass either plain integers or a pointer to a live,
+    // aligned i32 they own for the GET form; prctl writes at most 4 bytes.
+    let rc = unsafe { libc::prctl(option, a2, a3, a4, a5) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as i64)
     }
 }

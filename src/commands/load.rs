@@ -1,0 +1,95 @@
+//! `numalab load`: start the load, report what each CPU really carries,
+//! stop cleanly on Ctrl-C, SIGTERM or --duration.
+
+use crate::cli::LoadArgs;
+use crate::error::usage;
+use crate::idset::IdSet;
+use crate::load::{procstat, Load, LoadSpec};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Builds a load spec from the command line, checked against the CPUs this
+/// process may use.
+pub fn spec(
+    percent: f64,
+    cpus: Option<&str>,
+    period_ms: f64,
+    allowed: &IdSet,
+) -> anyhow::Result<LoadSpec> {
+    if !(0.0..=100.0).contains(&percent) || percent.is_nan() {
+        return Err(usage(format!(
+            "--percent {percent}: must be between 0 and 100"
+        )));
+    }
+    if !(0.1..=10_000.0).contains(&period_ms) {
+        return Err(usage(format!(
+            "--period-ms {period_ms}: must be between 0.1 and 10000"
+        )));
+    }
+    let cpus = match cpus {
+        None => allowed.clone(),
+        Some(list) => {
+            let set = IdSet::parse(list)?;
+            if set.is_empty() {
+                return Err(usage(format!("--cpus {list:?}: no CPU selected")));
+            }
+            let outside = set.difference(allowed);
+            if !outside.is_empty() {
+                return Err(usage(format!(
+                    "--cpus {list}: CPUs {outside} are outside the CPUs this process may use ({allowed})"
+                )));
+            }
+            set
+        }
+    };
+    Ok(LoadSpec {
+        percent,
+        cpus,
+        period: Duration::from_secs_f64(period_ms / 1000.0),
+    })
+}
+
+pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
+    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
+    let spec = spec(a.percent, a.cpus.as_deref(), a.period_ms, &allowed)?;
+    if let Some(d) = a.duration {
+        if d.is_nan() || d <= 0.0 {
+            return Err(usage(format!("--duration {d}: must be positive")));
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let before = procstat::read()?;
+    let started = Instant::now();
+    let load = Load::start(&spec)?;
+    eprintln!(
+        "load: {}% on CPUs {} (period {:.1} ms); Ctrl-C to stop",
+        spec.percent,
+        spec.cpus,
+        spec.period.as_secs_f64() * 1e3
+    );
+    let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    load.stop();
+    let after = procstat::read()?;
+    let busy = procstat::busy_percent(&before, &after);
+    println!(
+        "load: {:.1} s at {}% on CPUs {}; measured busy per CPU (/proc/stat):",
+        started.elapsed().as_secs_f64(),
+        spec.percent,
+        spec.cpus
+    );
+    for cpu in spec.cpus.iter() {
+        if let Some(p) = busy.get(&cpu) {
+            println!("  cpu {cpu:>4}: {p:5.1}%");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! Constant CPU-only background load: one worker thread pinned on each CPU of
+//! a list, each busy for `percent` of every period and asleep for the rest.
+//!
+//! Workers are threads of the calling process, so they die with it whatever
+//! kills it (SIGKILL included): a load can never be orphaned. Phases are
+//! spread (worker k starts k/n of a period late) so the workers do not beat
+//! in step. Each worker sleeps to absolute deadlines with a 1 ns timer slack,
+//! so the duty cycle does not drift. [`Load`] stops and joins its workers on
+//! drop, which lets `run` wrap each sample in a load with a scope.
+
+pub mod procstat;
+
+use crate::idset::IdSet;
+use crate::sys;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    /// Busy share of each period, 0-100.
+    pub percent: f64,
+    pub cpus: IdSet,
+    pub period: Duration,
+}
+
+/// A running load; dropping it stops the workers.
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<()>>,
+    spec: LoadSpec,
+}
+
+impl Load {
+    /// Starts one pinned worker per CPU. `percent` outside 0-100 or an empty
+    /// list is the caller's error to catch first (see `commands::load`).
+    pub fn start(spec: &LoadSpec) -> std::io::Result<Load> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::new();
+        let n = spec.cpus.len().max(1) as u32;
+        let epoch = Instant::now();
+        for (k, cpu) in spec.cpus.iter().enumerate() {
+            let stop = stop.clone();
+            let busy = spec.period.mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
+            let period = spec.period;
+            let offset = period * k as u32 / n;
+            let (tx, rx) = std::sync::mpsc::channel();
+            let handle = std::thread::Builder::new()
+                .name(format!("load-cpu{cpu}"))
+                .spawn(move || {
+                    let pinned = sys::set_affinity(0, &[cpu].into_iter().collect());
+                    let _ = tx.send(pinned);
+                    sys::set_timer_slack_ns(1);
+                    worker(&stop, epoch + offset, period, busy);
+                })?;
+            rx.recv()
+                .unwrap_or_else(|_| Err(std::io::Error::other("load worker died at start")))
+                .map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("pinning a load worker to CPU {cpu}: {e}"),
+                    )
+                })?;
+            workers.push(handle);
+        }
+        Ok(Load {
+            stop,
+            workers,
+            spec: spec.clone(),
+        })
+    }
+
+    pub fn spec(&self) -> &LoadSpec {
+        &self.spec
+    }
+
+    /// Stops the workers and waits for them.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Busy-spins for `busy` of each period starting at `start`, sleeps the rest.
+fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
+    let mut next = start;
+    if let Some(d) = next.checked_duration_since(Instant::now()) {
+        std::thread::sleep(d);
+    }
+    let mut spin = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let busy_end = next + busy;
+        while Instant::now() < busy_end {
+            // Pure CPU work: no memory traffic beyond this register.
+            for _ in 0..64 {
+                spin = std::hint::black_box(spin.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        next += period;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            // Fell behind (preempted): resynchronise instead of bursting.
+            while next <= now {
+                next += period;
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The NUMA-sensitive probe: a buffer under a chosen memory policy, an outer
+//! loop of timed passes of an access kernel, on CPUs under a chosen
+//! affinity, observing its own CPU as it goes.
+//!
+//! [`ProbeSpec`] is what to do; [`validate`] checks it against the topology
+//! and the process's cpuset before any work (bad input is a
+//! [`UsageError`](crate::error::UsageError)); [`run`](run::run) does it and
+//! returns a [`ProbeRecord`](record::ProbeRecord).
+
+pub mod kernels;
+pub mod observe;
+pub mod pnid;
+pub mod record;
+pub mod run;
+pub mod summary;
+
+pub use kernels::Pattern;
+
+use crate::error::usage;
+use crate::idset::IdSet;
+use crate::topology::Topology;
+use crate::units::fmt_size;
+use serde::{Deserialize, Serialize};
+
+/// Where the probe's CPU may be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "node", rename_all = "lowercase")]
+pub enum CpuPlacement {
+    /// Any CPU the cpuset allows: the scheduler decides.
+    Float,
+    /// Hard affinity to one node's CPUs (numactl --cpunodebind).
+    Node(u32),
+}
+
+/// Where the probe's memory may be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "nodes", rename_all = "lowercase")]
+pub enum MemPlacement {
+    /// No policy: first touch decides.
+    Float,
+    /// numactl --membind N
+    Bind(u32),
+    /// numactl --preferred N (the memory policy, not the scheduler's PNID)
+    Preferred(u32),
+    /// numactl --interleave LIST
+    Interleave(IdSet),
+}
+
+/// Transparent huge pages for the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpMode {
+    /// No advice: the system setting decides.
+    System,
+    /// madvise(MADV_HUGEPAGE)
+    On,
+    /// madvise(MADV_NOHUGEPAGE)
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSpec {
+    pub pattern: Pattern,
+    pub size_bytes: u64,
+    pub counts: u32,
+    pub cpu: CpuPlacement,
+    pub mem: MemPlacement,
+    /// The scheduler's preferred node (PR_PREFERRED_NID); -1 clears.
+    pub pnid: Option<i32>,
+    /// Explicit `NUMBER[:LAYOUT]` for the PNID prctl.
+    pub pnid_prctl: Option<String>,
+    pub thp: ThpMode,
+    /// Accesses between self-observation checks; 0 turns it off.
+    pub observe_every: u32,
+}
+
+impl ProbeSpec {
+    /// The memory node the task "should" be near: the bound or preferred
+    /// node; `None` for float and interleave.
+    pub fn requested_mem_node(&self) -> Option<u32> {
+        match &self.mem {
+            MemPlacement::Bind(n) | MemPlacement::Preferred(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// A spec checked against the machine: the CPU set to bind to (if any) and
+/// the PNID interface (if asked for).
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub spec: ProbeSpec,
+    pub bind_cpus: Option<IdSet>,
+    pub pnid: Option<pnid::Interface>,
+}
+
+/// Checks `spec` before any work: every error here exits 2 and nothing has
+/// been changed yet.
+pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> {
+    if spec.counts == 0 {
+        return Err(usage("--counts must be at least 1"));
+    }
+    if spec.size_bytes < 4096 {
+        return Err(usage(format!(
+            "--size {} is too small: at least one page (4 KiB)",
+            spec.size_bytes
+        )));
+    }
+    let node = |id: u32, what: &str| -> anyhow::Result<&crate::topology::Node> {
+        topo.node(id).ok_or_else(|| {
+            usage(format!(
+                "{what} {id}: node {id} does not exist here (nodes {})",
+                topo.node_ids()
+            ))
+        })
+    };
+    let mem_node = |id: u32, what: &str| -> anyhow::Result<()> {
+        let n = node(id, what)?;
+        if n.mem_total_bytes == Some(0) {
+            return Err(usage(format!("{what} {id}: node {id} has no memory")));
+        }
+        if !topo.allowed.mems.contains(id) {
+            return Err(usage(format!(
+                "{what} {id}: this process's cpuset allows memory only on nodes {}",
+                topo.allowed.mems
+            )));
+        }
+        Ok(())
+    };
+    let bind_cpus = match &spec.cpu {
+        CpuPlacement::Float => None,
+        CpuPlacement::Node(id) => {
+            let n = node(*id, "--cpunodebind")?;
+            if n.cpus.is_empty() {
+                return Err(usage(format!("--cpunodebind {id}: node {id} has no CPUs")));
+            }
+            let usable = n.cpus.intersection(&topo.allowed.cpus);
+            if usable.is_empty() {
+                return Err(usage(format!(
+                    "--cpunodebind {id}: node {id}'s CPUs {} are outside this process's \
+                     allowed CPUs {}",
+                    n.cpus, topo.allowed.cpus
+                )));
+            }
+            Some(usable)
+        }
+    };
+    match &spec.mem {
+        MemPlacement::Float => {}
+        MemPlacement::Bind(id) => {
+            mem_node(*id, "--membind")?;
+            if let Some(free) = node(*id, "--membind")?.mem_free_bytes {
+                if spec.size_bytes > free {
+                    return Err(usage(format!(
+                        "--membind {id}: the buffer ({}) is larger than node {id}'s free \
+                         memory ({})",
+                        fmt_size(spec.size_bytes),
+                        fmt_size(free)
+                    )));
+                }
+            }
+        }
+        MemPlacement::Preferred(id) => mem_node(*id, "--preferred")?,
+        MemPlacement::Interleave(ids) => {
+            if ids.is_empty() {
+                return Err(usage("--interleave: empty node list"));
+            }
+            for id in ids.iter() {
+                mem_node(id, "--interleave")?;
+            }
+        }
+    }
+    let pnid = match spec.pnid {
+        None => None,
+        Some(nid) => {
+            if nid != -1 && (nid < 0 || topo.node(nid as u32).is_none()) {
+                return Err(usage(format!(
+                    "--pnid {nid}: node {nid} does not exist here (nodes {}, or -1 to clear)",
+                    topo.node_ids()
+                )));
+            }
+            Some(match &spec.pnid_prctl {
+                Some(explicit) => pnid::parse_explicit(explicit)?,
+                None => pnid::detect(std::path::Path::new("/proc"))?,
+            })
+        }
+    };
+    Ok(Validated {
+        spec: spec.clone(),
+        bind_cpus,
+        pnid,
+    })
+}

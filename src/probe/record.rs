@@ -1,0 +1,106 @@
+//! The probe's result: one versioned serde record (schema [`SCHEMA`]),
+//! printed by `numalab probe --json` and embedded in every experiment sample.
+
+use super::{pnid, ProbeSpec};
+use crate::analysis::{Migration, MigrationCounts, Residency};
+use crate::idset::IdSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "numalab.probe/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub schema: String,
+    pub numalab_version: String,
+    pub spec: ProbeSpec,
+    pub host: Host,
+    pub pid: i32,
+    /// Wall-clock start, nanoseconds since the Unix epoch.
+    pub start_unix_ns: u128,
+    pub timing: Timing,
+    pub thp: ThpReport,
+    pub pnid: Option<PnidReport>,
+    pub placement: Placement,
+    /// Self-observed CPU changes during the timed loop.
+    pub migrations: MigrationCounts,
+    /// Self-observed CPU changes over the probe's whole observed life
+    /// (placement, warm-up and timed loop).
+    pub migrations_whole: MigrationCounts,
+    /// Time per node and LLC during the timed loop.
+    pub residency: Residency,
+    pub observation: ObservationReport,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub num_cpus: usize,
+    pub topology_digest: String,
+    pub hostname: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub accesses_per_iteration: u64,
+    /// Each outer iteration's time.
+    pub iterations_ns: Vec<u64>,
+    /// The whole timed loop.
+    pub total_ns: u64,
+    pub ns_per_access: f64,
+    pub warm_up_ns: u64,
+    /// Depends on every access, so the work cannot be optimised away.
+    pub checksum: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThpReport {
+    /// "system", "on" or "off": the advice given.
+    pub advice: String,
+    /// /sys/kernel/mm/transparent_hugepage/enabled, e.g. "always [madvise] never".
+    pub system_enabled: Option<String>,
+    /// AnonHugePages of this process after warm-up (from smaps_rollup), kB.
+    pub anon_huge_kb: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PnidReport {
+    pub requested: i32,
+    pub interface: pnid::Interface,
+    /// What GET returned after SET.
+    pub read_back: Option<i32>,
+}
+
+/// Where the pages and the CPU really were, against the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub page_size: u64,
+    /// Node id -> resident pages after warm-up.
+    pub pages_per_node: BTreeMap<u32, u64>,
+    /// Pages with no node (never touched, or swapped).
+    pub pages_unplaced: u64,
+    /// The node holding most pages, when it holds more than half.
+    pub mem_node: Option<u32>,
+    /// CPUs the probe was allowed on.
+    pub allowed_cpus: IdSet,
+    /// CPUs it was seen on.
+    pub seen_cpus: IdSet,
+    /// False when memory or CPU placement does not match the request.
+    pub matches_request: bool,
+    /// What did not match, for the loud warning.
+    pub mismatches: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObservationReport {
+    pub enabled: bool,
+    pub check_every_accesses: u32,
+    pub start_cpu: u32,
+    pub end_cpu: u32,
+    /// Nanoseconds from observer start to the timed loop's start and end.
+    pub loop_start_ns: u64,
+    pub loop_end_ns: u64,
+    /// Every CPU change seen (times relative to observer start).
+    pub changes: Vec<Migration>,
+}

@@ -1,0 +1,255 @@
+//! Executing a validated probe spec in this process.
+
+use super::kernels::Kernel;
+use super::observe::Observer;
+use super::record::{
+    Host, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing, SCHEMA,
+};
+use super::{CpuPlacement, MemPlacement, ThpMode, Validated};
+use crate::analysis::{classify, residency};
+use crate::idset::IdSet;
+use crate::sys::{self, buffer::Thp, numa};
+use crate::topology::Topology;
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Runs the probe; `progress` is called after each iteration with its index.
+pub fn run(
+    v: &Validated,
+    topo: &Topology,
+    mut progress: impl FnMut(u32, u64),
+) -> anyhow::Result<ProbeRecord> {
+    let spec = &v.spec;
+    let start_unix_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+
+    if let Some(cpus) = &v.bind_cpus {
+        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
+    }
+    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
+
+    let pnid = match (&v.pnid, spec.pnid) {
+        (Some(iface), Some(nid)) => {
+            iface.set(0, nid).with_context(|| {
+                format!(
+                    "setting the preferred node with prctl({}, SET, ...) ({})",
+                    iface.option, iface.evidence
+                )
+            })?;
+            Some(PnidReport {
+                requested: nid,
+                interface: iface.clone(),
+                read_back: iface.get(0).ok(),
+            })
+        }
+        _ => None,
+    };
+
+    let mut kernel = Kernel::map(spec.pattern, spec.size_bytes as usize)
+        .with_context(|| format!("mapping a {} byte buffer", spec.size_bytes))?;
+    for b in kernel.buffers() {
+        match spec.thp {
+            ThpMode::System => {}
+            ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
+            ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
+        }
+        let policy = match &spec.mem {
+            MemPlacement::Float => None,
+            MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
+            MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
+            MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
+        };
+        if let Some(p) = policy {
+            numa::mbind(b.addr(), b.bytes(), &p).with_context(|| format!("mbind {p:?}"))?;
+        }
+    }
+
+    let mut obs = Observer::new(spec.observe_every > 0);
+    let warm = Instant::now();
+    kernel.warm_up();
+    let warm_up_ns = warm.elapsed().as_nanos() as u64;
+    let (pages_per_node, pages_unplaced) = read_back(&kernel)?;
+    let thp = thp_report(spec.thp);
+
+    let per_pass = kernel.accesses_per_pass();
+    let chunk = if spec.observe_every == 0 {
+        per_pass
+    } else {
+        spec.observe_every as usize
+    };
+    let mut iterations_ns = Vec::with_capacity(spec.counts as usize);
+    let mut checksum = 0u64;
+    obs.check();
+    let loop_start_ns = obs.now_ns();
+    let loop_start = Instant::now();
+    for i in 0..spec.counts {
+        let t0 = Instant::now();
+        let mut left = per_pass;
+        while left > 0 {
+            let n = left.min(chunk);
+            checksum = checksum.wrapping_add(kernel.run(n));
+            left -= n;
+            obs.check();
+        }
+        let ns = t0.elapsed().as_nanos() as u64;
+        iterations_ns.push(ns);
+        progress(i, ns);
+    }
+    let total_ns = loop_start.elapsed().as_nanos() as u64;
+    let loop_end_ns = loop_start_ns + total_ns;
+    let observation = obs.finish();
+    let checksum = std::hint::black_box(checksum);
+
+    // Placement against the request.
+    let total_pages: u64 = pages_per_node.values().sum();
+    let mem_node = pages_per_node
+        .iter()
+        .find(|(_, &p)| p * 2 > total_pages)
+        .map(|(&n, _)| n);
+    let seen_cpus: IdSet = std::iter::once(observation.start_cpu)
+        .chain(observation.changes.iter().map(|m| m.to))
+        .collect();
+    let mut mismatches = Vec::new();
+    let on = |n: u32| pages_per_node.get(&n).copied().unwrap_or(0);
+    match &spec.mem {
+        MemPlacement::Float => {}
+        MemPlacement::Bind(n) | MemPlacement::Preferred(n) => {
+            if on(*n) != total_pages || pages_unplaced > 0 {
+                mismatches.push(format!(
+                    "memory: {} of {} pages on node {n} ({} unplaced), requested all",
+                    on(*n),
+                    total_pages + pages_unplaced,
+                    pages_unplaced
+                ));
+            }
+        }
+        MemPlacement::Interleave(ns) => {
+            let fair = total_pages / ns.len().max(1) as u64;
+            let outside: u64 = pages_per_node
+                .iter()
+                .filter(|(n, _)| !ns.contains(**n))
+                .map(|(_, p)| p)
+                .sum();
+            let thin: Vec<u32> = ns.iter().filter(|&n| on(n) * 2 < fair).collect();
+            if outside > 0 || !thin.is_empty() {
+                mismatches.push(format!(
+                    "memory: interleave over {ns} left {outside} pages outside it and \
+                     nodes {:?} under half their share",
+                    thin
+                ));
+            }
+        }
+    }
+    if let CpuPlacement::Node(n) = &spec.cpu {
+        let off: IdSet = seen_cpus
+            .iter()
+            .filter(|&c| topo.node_of_cpu(c) != Some(*n))
+            .collect();
+        if !off.is_empty() {
+            mismatches.push(format!("cpu: ran on CPUs {off} outside node {n}"));
+        }
+    }
+
+    let ref_node = spec.requested_mem_node().or(mem_node);
+    let in_loop = observation.changes_between(loop_start_ns, loop_end_ns + 1);
+    let migrations = classify(topo, ref_node, &in_loop);
+    let migrations_whole = classify(topo, ref_node, &observation.changes);
+    let residency = residency(
+        topo,
+        ref_node,
+        &observation.segments_between(loop_start_ns, loop_end_ns),
+    );
+
+    let accesses = per_pass as u64 * spec.counts as u64;
+    Ok(ProbeRecord {
+        schema: SCHEMA.to_string(),
+        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: spec.clone(),
+        host: Host {
+            kernel: topo.kernel.clone(),
+            cpu_model: topo.cpu_model.clone(),
+            num_cpus: topo.online_cpus().len(),
+            topology_digest: topo.digest(),
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_string()),
+        },
+        pid: sys::pid(),
+        start_unix_ns,
+        timing: Timing {
+            accesses_per_iteration: per_pass as u64,
+            iterations_ns,
+            total_ns,
+            ns_per_access: total_ns as f64 / accesses.max(1) as f64,
+            warm_up_ns,
+            checksum,
+        },
+        thp,
+        pnid,
+        placement: Placement {
+            page_size: numa::page_size() as u64,
+            matches_request: mismatches.is_empty(),
+            pages_per_node,
+            pages_unplaced,
+            mem_node,
+            allowed_cpus,
+            seen_cpus,
+            mismatches,
+        },
+        migrations,
+        migrations_whole,
+        residency,
+        observation: ObservationReport {
+            enabled: spec.observe_every > 0,
+            check_every_accesses: spec.observe_every,
+            start_cpu: observation.start_cpu,
+            end_cpu: observation.end_cpu,
+            loop_start_ns,
+            loop_end_ns,
+            changes: observation.changes,
+        },
+    })
+}
+
+/// Pages per node of every buffer (move_pages query).
+fn read_back(kernel: &Kernel) -> anyhow::Result<(BTreeMap<u32, u64>, u64)> {
+    let mut per_node = BTreeMap::new();
+    let mut unplaced = 0;
+    for b in kernel.buffers() {
+        let status = numa::page_nodes(b.addr(), b.bytes()).context("move_pages query")?;
+        for s in status {
+            if s >= 0 {
+                *per_node.entry(s as u32).or_insert(0u64) += 1;
+            } else {
+                unplaced += 1;
+            }
+        }
+    }
+    Ok((per_node, unplaced))
+}
+
+fn thp_report(mode: ThpMode) -> ThpReport {
+    let anon_huge_kb = std::fs::read_to_string("/proc/self/smaps_rollup")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("AnonHugePages:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        });
+    ThpReport {
+        advice: match mode {
+            ThpMode::System => "system",
+            ThpMode::On => "on",
+            ThpMode::Off => "off",
+        }
+        .to_string(),
+        system_enabled: std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        anon_huge_kb,
+    }
+}

@@ -1,0 +1,173 @@
+//! The human summary of a probe record.
+
+use super::record::ProbeRecord;
+use super::{CpuPlacement, MemPlacement};
+use crate::analysis::MigrationCounts;
+use crate::topology::Topology;
+use crate::units::fmt_size;
+use std::fmt::Write;
+
+fn secs(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
+}
+
+pub fn counts_line(c: &MigrationCounts) -> String {
+    let mut s = format!(
+        "{} total: same-core {}, same-LLC {}, same-node {}, cross-node {}",
+        c.total, c.same_core, c.same_llc, c.same_node, c.cross_node
+    );
+    if c.cross_node > 0 {
+        let _ = write!(
+            s,
+            " (to memory node {}, from it {}; by distance {})",
+            c.to_mem_node,
+            c.from_mem_node,
+            c.cross_by_distance
+                .iter()
+                .map(|(d, n)| format!("{d}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if c.unknown > 0 {
+        let _ = write!(s, ", unknown CPU {}", c.unknown);
+    }
+    s
+}
+
+pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
+    let mut out = String::new();
+    let s = &r.spec;
+    let t = &r.timing;
+    let _ = writeln!(
+        out,
+        "probe: {}, {} buffer, {} iteration{} of {} accesses, pid {}",
+        s.pattern.name(),
+        fmt_size(s.size_bytes),
+        s.counts,
+        if s.counts == 1 { "" } else { "s" },
+        t.accesses_per_iteration,
+        r.pid
+    );
+    let cpu = match &s.cpu {
+        CpuPlacement::Float => "float".to_string(),
+        CpuPlacement::Node(n) => format!("cpunodebind {n}"),
+    };
+    let mem = match &s.mem {
+        MemPlacement::Float => "float (first touch)".to_string(),
+        MemPlacement::Bind(n) => format!("membind {n}"),
+        MemPlacement::Preferred(n) => format!("preferred {n}"),
+        MemPlacement::Interleave(ns) => format!("interleave {ns}"),
+    };
+    let _ = writeln!(out, "request: cpu {cpu}; memory {mem}");
+    if let Some(p) = &r.pnid {
+        let _ = writeln!(
+            out,
+            "pnid: set {} via prctl({}) [{:?}], read back {:?} ({})",
+            p.requested, p.interface.option, p.interface.layout, p.read_back, p.interface.evidence
+        );
+    }
+    let total_pages: u64 =
+        r.placement.pages_per_node.values().sum::<u64>() + r.placement.pages_unplaced;
+    let pages: Vec<String> = r
+        .placement
+        .pages_per_node
+        .iter()
+        .map(|(n, p)| {
+            format!(
+                "node {n}: {p} ({:.1}%)",
+                *p as f64 * 100.0 / total_pages.max(1) as f64
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "pages ({} each): {}{}",
+        fmt_size(r.placement.page_size),
+        pages.join(", "),
+        if r.placement.pages_unplaced > 0 {
+            format!(", unplaced: {}", r.placement.pages_unplaced)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "thp: advice {}, system {}, AnonHugePages {} kB",
+        r.thp.advice,
+        r.thp.system_enabled.as_deref().unwrap_or("?"),
+        r.thp
+            .anon_huge_kb
+            .map(|k| k.to_string())
+            .unwrap_or_else(|| "?".into())
+    );
+    if r.placement.matches_request {
+        let _ = writeln!(out, "placement: matches the request");
+    } else {
+        for m in &r.placement.mismatches {
+            let _ = writeln!(out, "WARNING: PLACEMENT DOES NOT MATCH THE REQUEST: {m}");
+        }
+    }
+    let its = &t.iterations_ns;
+    let (min, max) = (
+        its.iter().min().copied().unwrap_or(0),
+        its.iter().max().copied().unwrap_or(0),
+    );
+    let _ = writeln!(
+        out,
+        "time: total {}, per iteration avg {} min {} max {}, {:.2} ns/access (warm-up {})",
+        secs(t.total_ns),
+        secs(t.total_ns / its.len().max(1) as u64),
+        secs(min),
+        secs(max),
+        t.ns_per_access,
+        secs(t.warm_up_ns)
+    );
+    let node = |c: u32| {
+        topo.node_of_cpu(c)
+            .map(|n| format!("node {n}"))
+            .unwrap_or_else(|| "node ?".into())
+    };
+    let o = &r.observation;
+    let _ = writeln!(
+        out,
+        "cpu: started on CPU {} ({}), ended on CPU {} ({}); seen on CPUs {}",
+        o.start_cpu,
+        node(o.start_cpu),
+        o.end_cpu,
+        node(o.end_cpu),
+        r.placement.seen_cpus
+    );
+    if o.enabled {
+        let _ = writeln!(
+            out,
+            "cpu changes in the timed loop (checked every {} accesses): {}",
+            o.check_every_accesses,
+            counts_line(&r.migrations)
+        );
+        let _ = writeln!(
+            out,
+            "cpu changes over the whole run: {}",
+            counts_line(&r.migrations_whole)
+        );
+        let res: Vec<String> = r
+            .residency
+            .node_pct
+            .iter()
+            .map(|(n, p)| format!("node {n} {p:.1}%"))
+            .collect();
+        let mem_node = s.requested_mem_node().or(r.placement.mem_node);
+        let _ = writeln!(
+            out,
+            "time on each node: {}{}",
+            res.join(", "),
+            match (mem_node, r.residency.on_mem_node_pct) {
+                (Some(m), Some(p)) => format!(" (memory node {m}: {p:.1}%)"),
+                _ => String::new(),
+            }
+        );
+    } else {
+        out.push_str("self-observation: off (--observe-every 0)\n");
+    }
+    out
+}

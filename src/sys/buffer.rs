@@ -1,0 +1,93 @@
+//! An anonymous, page-aligned buffer of u64 words from mmap(2), so memory
+//! policy and THP advice apply to exactly its pages and nothing is touched
+//! before the caller decides where the pages should go.
+
+use std::io;
+
+/// Transparent huge page advice for a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thp {
+    /// madvise(MADV_HUGEPAGE)
+    On,
+    /// madvise(MADV_NOHUGEPAGE)
+    Off,
+}
+
+pub struct Buffer {
+    ptr: *mut u64,
+    words: usize,
+}
+
+// SAFETY: the buffer owns its mapping exclusively; moving it between threads
+// moves that ownership.
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    /// Maps `bytes` (rounded up to whole words) of untouched anonymous memory.
+    pub fn map(bytes: usize) -> io::Result<Buffer> {
+        let words = bytes.div_ceil(8).max(1);
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected and the result is checked for MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                words * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Buffer {
+            ptr: p as *mut u64,
+            words,
+        })
+    }
+
+    pub fn words(&self) -> usize {
+        self.words
+    }
+    pub fn bytes(&self) -> usize {
+        self.words * 8
+    }
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u64] {
+        // SAFETY: the mapping is `words` u64s long, readable and writable,
+        // zero-filled on first touch, and exclusively borrowed here.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.words) }
+    }
+    pub fn as_slice(&self) -> &[u64] {
+        // SAFETY: as above, shared borrow.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.words) }
+    }
+
+    /// Applies transparent huge page advice to the whole buffer.
+    pub fn advise_thp(&self, thp: Thp) -> io::Result<()> {
+        let advice = match thp {
+            Thp::On => libc::MADV_HUGEPAGE,
+            Thp::Off => libc::MADV_NOHUGEPAGE,
+        };
+        // SAFETY: the range is exactly this buffer's mapping.
+        let rc = unsafe { libc::madvise(self.ptr as *mut libc::c_void, self.bytes(), advice) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping this value owns.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.words * 8);
+        }
+    }
+}

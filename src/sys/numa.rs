@@ -1,0 +1,106 @@
+//! NUMA memory policy and page placement: mbind(2) and move_pages(2),
+//! called through syscall(2) since glibc does not wrap them (libnuma does,
+//! and numalab stays free of it to build statically).
+
+use crate::idset::IdSet;
+use std::io;
+
+/// A memory policy for a range (numactl's spellings in comments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// `--membind N`: MPOL_BIND
+    Bind(IdSet),
+    /// `--preferred N`: MPOL_PREFERRED
+    Preferred(u32),
+    /// `--interleave LIST`: MPOL_INTERLEAVE
+    Interleave(IdSet),
+}
+
+const MPOL_PREFERRED: i32 = 1;
+const MPOL_BIND: i32 = 2;
+const MPOL_INTERLEAVE: i32 = 3;
+
+/// Bits in the node masks passed to the kernel (its MAX_NUMNODES is <= 1024).
+const MASK_BITS: usize = 1024;
+
+/// Applies `policy` to `[addr, addr+len)` before any page is touched.
+pub fn mbind(addr: usize, len: usize, policy: &Policy) -> io::Result<()> {
+    let (mode, nodes) = match policy {
+        Policy::Bind(n) => (MPOL_BIND, n.clone()),
+        Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
+        Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
+    };
+    let mut mask = vec![0 as libc::c_ulong; MASK_BITS / libc::c_ulong::BITS as usize];
+    for n in nodes.iter() {
+        let n = n as usize;
+        if n >= MASK_BITS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "node id too large",
+            ));
+        }
+        mask[n / libc::c_ulong::BITS as usize] |= 1 << (n % libc::c_ulong::BITS as usize);
+    }
+    // SAFETY: `mask` holds MASK_BITS bits and lives across the call; the
+    // kernel only reads it. The range is the caller's own mapping.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            mode,
+            mask.as_ptr(),
+            MASK_BITS as libc::c_ulong + 1,
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Where each page of `[addr, addr+len)` lives: move_pages(2) with a NULL
+/// node list only queries. Returns per page the node, or a negative errno
+/// (-ENOENT for a page never touched).
+pub fn page_nodes(addr: usize, len: usize) -> io::Result<Vec<i32>> {
+    let page = page_size();
+    let first = addr / page * page;
+    let count = (addr + len).div_ceil(page) - first / page;
+    let mut status = vec![0i32; count];
+    const BATCH: usize = 1 << 16;
+    for start in (0..count).step_by(BATCH) {
+        let n = BATCH.min(count - start);
+        let pages: Vec<*mut libc::c_void> = (start..start + n)
+            .map(|i| (first + i * page) as *mut libc::c_void)
+            .collect();
+        // SAFETY: `pages` and the status slice hold `n` entries each and
+        // outlive the call; a NULL node list makes this a pure query.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                n as libc::c_ulong,
+                pages.as_ptr(),
+                std::ptr::null::<i32>(),
+                status[start..].as_mut_ptr(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(status)
+}
+
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}

@@ -1,0 +1,61 @@
+//! Byte sizes as users write them: `4096`, `64K`, `256M`, `1G`, `1GiB`
+//! (binary multiples; `KB`/`MB`/`GB` mean the same, as in numactl and dd's
+//! traditional reading).
+
+/// Parses a size; the error names the bad input.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("size {s:?}: expected a number with an optional K, M or G suffix"))?;
+    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        other => {
+            return Err(format!(
+                "size {s:?}: unknown unit {other:?} (use K, M or G)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))
+}
+
+/// A size in the largest binary unit that keeps it readable: `256 MiB`.
+pub fn fmt_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{} {}", v.round() as u64, UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2gb"), Ok(2 << 30));
+        assert!(parse_size("12Q").unwrap_err().contains("12Q"));
+        assert!(parse_size("M").is_err());
+        assert_eq!(fmt_size(256 << 20), "256 MiB");
+        assert_eq!(fmt_size(1536), "1.5 KiB");
+    }
+}
