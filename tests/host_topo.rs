@@ -5,6 +5,8 @@
 //! must fall between the values numactl printed just before and just after;
 //! every other line must be identical.
 
+mod common;
+
 use std::process::Command;
 
 fn numactl_hardware() -> Option<String> {
@@ -16,38 +18,6 @@ fn numactl_hardware() -> Option<String> {
 
 fn required() -> bool {
     std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
-}
-
-/// "node 0 free: 3155 MB" -> ("node 0 free:", 3155)
-fn mem_line(line: &str) -> Option<(&str, u64)> {
-    let (head, rest) = line.split_once(": ")?;
-    if !(head.ends_with(" size") || head.ends_with(" free")) {
-        return None;
-    }
-    let mb = rest.strip_suffix(" MB")?.parse().ok()?;
-    Some((head, mb))
-}
-
-/// Compares one `numalab topo` block with numactl readings taken just before
-/// and after; `Err` says which line differs.
-fn compare(ours: &str, before: &str, after: &str) -> Result<(), String> {
-    let block: Vec<&str> = ours.split("\n\n").next().unwrap_or("").lines().collect();
-    let (b, a): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
-    if block.len() != b.len() {
-        return Err(format!("{} lines vs numactl's {}", block.len(), b.len()));
-    }
-    for ((o, x), y) in block.iter().zip(&b).zip(&a) {
-        match (mem_line(o), mem_line(x), mem_line(y)) {
-            (Some((ho, vo)), Some((hx, vx)), Some((hy, vy))) if ho == hx && ho == hy => {
-                if !(vx.min(vy)..=vx.max(vy)).contains(&vo) {
-                    return Err(format!("{o:?} not within numactl's {x:?} .. {y:?}"));
-                }
-            }
-            _ if o == x => {}
-            _ => return Err(format!("{o:?} != numactl's {x:?}")),
-        }
-    }
-    Ok(())
 }
 
 #[test]
@@ -72,9 +42,9 @@ fn topo_matches_numactl_hardware_line_for_line() {
         let after = numactl_hardware().unwrap();
         assert!(ours.status.success());
         let ours = String::from_utf8(ours.stdout).unwrap();
-        match compare(&ours, &before, &after) {
+        match common::compare_numactl(&ours, &before, &after) {
             Ok(()) => return,
-            Err(e) => last = format!("{e}\nours:\n{ours}\nnumactl:\n{before}"),
+            Err(e) => last = e,
         }
     }
     panic!("numalab topo differs from numactl --hardware: {last}");

@@ -1,0 +1,162 @@
+//! Shared test support: comparing `numalab topo` with what a kernel reports
+//! (numactl output and raw sysfs facts), and running commands in QEMU lab
+//! guests. Used by the host test, the fixture tests and the lab tests.
+#![allow(dead_code)]
+
+pub mod lab;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// "node 0 free: 3155 MB" -> ("node 0 free", 3155)
+fn mem_line(line: &str) -> Option<(&str, u64)> {
+    let (head, rest) = line.split_once(": ")?;
+    if !(head.ends_with(" size") || head.ends_with(" free")) {
+        return None;
+    }
+    Some((head, rest.strip_suffix(" MB")?.parse().ok()?))
+}
+
+/// Compares the first block of `numalab topo` with `numactl --hardware`
+/// taken just before and after: identical lines, except that memory figures
+/// must lie between the two numactl readings (memory moves between reads).
+pub fn compare_numactl(ours: &str, before: &str, after: &str) -> Result<(), String> {
+    let block: Vec<&str> = ours.split("\n\n").next().unwrap_or("").lines().collect();
+    let (b, a): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    if block.len() != b.len() || b.len() != a.len() {
+        return Err(format!(
+            "{} lines vs numactl's {} and {}\nours:\n{ours}\nnumactl:\n{before}",
+            block.len(),
+            b.len(),
+            a.len()
+        ));
+    }
+    for ((o, x), y) in block.iter().zip(&b).zip(&a) {
+        match (mem_line(o), mem_line(x), mem_line(y)) {
+            (Some((ho, vo)), Some((hx, vx)), Some((hy, vy))) if ho == hx && ho == hy => {
+                if !(vx.min(vy)..=vx.max(vy)).contains(&vo) {
+                    return Err(format!("{o:?} not within numactl's {x:?} .. {y:?}"));
+                }
+            }
+            _ if o == x => {}
+            _ => {
+                return Err(format!(
+                    "{o:?} != numactl's {x:?}\nours:\n{ours}\nnumactl:\n{before}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Raw per-CPU facts as a guest's shell printed them, one line per online
+/// CPU: `CPU NODE SIBLINGS LLC_LEVEL LLC_SHARED`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuFact {
+    pub node: u32,
+    pub siblings: String,
+    pub llc_level: u32,
+    pub llc_shared: String,
+}
+
+pub fn parse_cpu_facts(text: &str) -> BTreeMap<u32, CpuFact> {
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 5).then(|| {
+                (
+                    w[0].parse().unwrap(),
+                    CpuFact {
+                        node: w[1].parse().unwrap(),
+                        siblings: w[2].to_string(),
+                        llc_level: w[3].parse().unwrap(),
+                        llc_shared: w[4].to_string(),
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+/// The shell (busybox sh) that prints [`CpuFact`] lines from sysfs.
+pub const CPU_FACTS_SH: &str = r#"
+for c in /sys/devices/system/cpu/cpu[0-9]*; do
+  n=${c##*/cpu}
+  [ -f $c/topology/thread_siblings_list ] || continue
+  node=-1
+  for d in /sys/devices/system/node/node[0-9]*; do [ -e $d/cpu$n ] && node=${d##*/node}; done
+  best=0; shared=-
+  for i in $c/cache/index*; do
+    [ "$(cat $i/type)" = Instruction ] && continue
+    l=$(cat $i/level)
+    if [ "$l" -gt "$best" ]; then best=$l; shared=$(cat $i/shared_cpu_list); fi
+  done
+  echo "$n $node $(cat $c/topology/thread_siblings_list) $best $shared"
+done
+"#;
+
+/// Checks `numalab topo --json` against raw sysfs facts: every online CPU's
+/// node, SMT siblings and LLC (shared CPUs and level).
+pub fn check_json_against_facts(json: &str, facts: &BTreeMap<u32, CpuFact>) -> Result<(), String> {
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("bad JSON: {e}"))?;
+    let mut llc_shared: BTreeMap<u64, (String, u64)> = BTreeMap::new();
+    for n in v["nodes"].as_array().unwrap() {
+        for l in n["llcs"].as_array().unwrap() {
+            llc_shared.insert(
+                l["index"].as_u64().unwrap(),
+                (
+                    l["shared_cpus"].as_str().unwrap().to_string(),
+                    l["level"].as_u64().unwrap_or(0),
+                ),
+            );
+        }
+    }
+    if facts.is_empty() {
+        return Err("no CPU facts".into());
+    }
+    for (cpu, f) in facts {
+        let c = v["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"].as_u64() == Some(*cpu as u64))
+            .ok_or(format!("CPU {cpu} missing from JSON"))?;
+        let node = c["node"].as_u64().map(|n| n as u32);
+        if node != Some(f.node) {
+            return Err(format!("CPU {cpu}: node {node:?}, sysfs says {}", f.node));
+        }
+        if c["smt_siblings"].as_str() != Some(f.siblings.as_str()) {
+            return Err(format!(
+                "CPU {cpu}: siblings {}, sysfs says {}",
+                c["smt_siblings"], f.siblings
+            ));
+        }
+        let llc = c["llc"].as_u64().ok_or(format!("CPU {cpu} has no LLC"))?;
+        let (shared, level) = &llc_shared[&llc];
+        if f.llc_level > 0 && (shared != &f.llc_shared || *level != f.llc_level as u64) {
+            return Err(format!(
+                "CPU {cpu}: LLC L{level} shared by {shared}, sysfs says L{} shared by {}",
+                f.llc_level, f.llc_shared
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Splits text with `@@name` marker lines into sections.
+pub fn sections(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("@@") {
+            cur = Some(name.trim().to_string());
+            out.entry(name.trim().to_string())
+                .or_insert_with(String::new);
+        } else if let Some(c) = &cur {
+            let s = out.get_mut(c).unwrap();
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    out
+}
