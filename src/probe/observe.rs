@@ -11,6 +11,7 @@ use std::time::Instant;
 pub struct Observer {
     enabled: bool,
     start: Instant,
+    start_mono_ns: u64,
     start_cpu: u32,
     last_cpu: u32,
     changes: Vec<Migration>,
@@ -19,6 +20,8 @@ pub struct Observer {
 /// What the observer saw, in nanoseconds since it started.
 #[derive(Debug, Clone)]
 pub struct Observation {
+    /// CLOCK_MONOTONIC at the observer's start (tracefs clock `mono`).
+    pub start_mono_ns: u64,
     pub start_cpu: u32,
     pub end_cpu: u32,
     pub end_ns: u64,
@@ -30,6 +33,7 @@ impl Observer {
         let cpu = sys::current_cpu();
         Observer {
             enabled,
+            start_mono_ns: sys::mono_ns(),
             start: Instant::now(),
             start_cpu: cpu,
             last_cpu: cpu,
@@ -67,6 +71,7 @@ impl Observer {
     pub fn finish(mut self) -> Observation {
         self.check();
         Observation {
+            start_mono_ns: self.start_mono_ns,
             start_cpu: self.start_cpu,
             end_cpu: self.last_cpu,
             end_ns: self.now_ns(),
@@ -113,6 +118,7 @@ mod tests {
     #[test]
     fn segments_cover_the_window_exactly() {
         let o = Observation {
+            start_mono_ns: 0,
             start_cpu: 1,
             end_cpu: 3,
             end_ns: 100,

@@ -96,6 +96,9 @@ pub struct Placement {
 pub struct ObservationReport {
     pub enabled: bool,
     pub check_every_accesses: u32,
+    /// CLOCK_MONOTONIC at the observer's start, so `changes` line up with
+    /// kernel traces taken with trace_clock `mono`.
+    pub start_mono_ns: u64,
     pub start_cpu: u32,
     pub end_cpu: u32,
     /// Nanoseconds from observer start to the timed loop's start and end.

@@ -205,6 +205,7 @@ pub fn run(
         observation: ObservationReport {
             enabled: spec.observe_every > 0,
             check_every_accesses: spec.observe_every,
+            start_mono_ns: observation.start_mono_ns,
             start_cpu: observation.start_cpu,
             end_cpu: observation.end_cpu,
             loop_start_ns,

@@ -29,6 +29,18 @@ pub fn current_cpu() -> u32 {
     c.max(0) as u32
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock tracefs calls `mono`, so probe
+/// and kernel trace timestamps line up.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The calling process id.
 pub fn pid() -> i32 {
     // SAFETY: getpid cannot fail and touches no memory.
