@@ -4,7 +4,11 @@
 # A topology file is bash, sourced with these variables preset to empty:
 #   TOPO_DESC             one-line description
 #   TOPO_MEM              QEMU -m value; must equal the sum of the node memdevs
-#   TOPO_SMP              QEMU -smp value
+#   TOPO_SMP              QEMU -smp value. Always give sockets/cores/threads
+#                         and keep each socket inside one node: a bare
+#                         `-smp N` is ONE socket (one L3) in QEMU >= 6.2, and
+#                         a node boundary inside it makes the guest kernel
+#                         WARN (topology_sane: llc-sibling not on same node).
 #   TOPO_CPU              QEMU -cpu value; default "max,vendor=GenuineIntel"
 #                         (TCG's plain "max" claims to be AMD without topoext,
 #                         and the guest then shows no SMT siblings at all)

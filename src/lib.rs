@@ -12,6 +12,7 @@ pub mod error;
 pub mod idset;
 pub mod load;
 pub mod probe;
+pub mod stats;
 pub mod sys;
 pub mod topology;
 pub mod units;

@@ -1,9 +1,10 @@
 # shellcheck shell=bash disable=SC2034,SC2054
 # 8 nodes x 1 CPU, 160 MiB per node, with the SLIT of an HP ProLiant DL980
 # (8 sockets; pairs of sockets share a node controller, so 10/12/17/19).
+# One socket (and L3) per node.
 TOPO_DESC="HP DL980-like: 8 nodes x 1 CPU, 160 MiB each, distances 10/12/17/19"
 TOPO_MEM=1280M
-TOPO_SMP=8
+TOPO_SMP=8,sockets=8,cores=1,threads=1
 TOPO_ARGS=()
 for n in 0 1 2 3 4 5 6 7; do
     TOPO_ARGS+=(
