@@ -1,5 +1,6 @@
 //! `numalab topo` inside QEMU guests with real multi-node kernels, checked
-//! against the guest's own numactl and sysfs. With NUMALAB_UPDATE_FIXTURES=1
+//! against the guest's own numactl (run just before and after, since free
+//! memory moves) and sysfs. With NUMALAB_UPDATE_FIXTURES=1
 //! each run also writes the fixture tree numalab read (plus the kernel's
 //! answers) to tests/fixtures/topo/NAME/, for the plain unit tests.
 
@@ -15,13 +16,14 @@ use std::process::{Command, Stdio};
 fn views(prefix: &str) -> String {
     format!(
         r#"
+rm -rf /tmp/fx
 echo @@{prefix}-numactl-before; numactl --hardware
-echo @@{prefix}-topo; numalab topo
+numalab topo --capture /tmp/fx >/tmp/topo.txt 2>/dev/null
 echo @@{prefix}-numactl-after; numactl --hardware
+echo @@{prefix}-topo; cat /tmp/topo.txt
 echo @@{prefix}-json; numalab topo --json
 echo @@{prefix}-facts
 {CPU_FACTS_SH}
-rm -rf /tmp/fx; numalab topo --capture /tmp/fx >/dev/null 2>&1
 echo @@{prefix}-capture; tar -C /tmp/fx -cf - . | gzip | base64
 "#
     )

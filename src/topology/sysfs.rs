@@ -190,10 +190,17 @@ pub fn read_facts(sys: &SysRoot) -> Result<Facts, SysfsError> {
             let base = format!("{NODE_DIR}/node{id}");
             let cpus = sys.read_list(&format!("{base}/cpulist"))?;
             let (mem_total, mem_free) = read_node_meminfo(sys, &format!("{base}/meminfo"))?;
-            let distances = match sys.read_opt(&format!("{base}/distance"))? {
+            let rel = format!("{base}/distance");
+            let distances = match sys.read_opt(&rel)? {
                 Some(s) => s
                     .split_whitespace()
-                    .map(|d| sys.parse::<u32>(&format!("{base}/distance"), d))
+                    .map(|d| {
+                        d.parse::<u32>().map_err(|_| SysfsError::Parse {
+                            path: sys.path(&rel),
+                            content: s.clone(),
+                            reason: format!("distance {d:?} is not a number"),
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
                 None => Vec::new(),
             };
@@ -318,7 +325,11 @@ fn read_node_meminfo(sys: &SysRoot, rel: &str) -> Result<(Option<u64>, Option<u6
             // "Node", id, "MemTotal:", value, "kB"
             if words.nth(2) == Some(name) {
                 let v = words.next().unwrap_or("");
-                let kb: u64 = sys.parse(rel, v)?;
+                let kb: u64 = v.parse().map_err(|_| SysfsError::Parse {
+                    path: sys.path(rel),
+                    content: line.to_string(),
+                    reason: format!("{name} value {v:?} is not a number of kB"),
+                })?;
                 return Ok(Some(kb * 1024));
             }
         }
