@@ -99,6 +99,11 @@ pub struct ObservationReport {
     /// CLOCK_MONOTONIC at the observer's start, so `changes` line up with
     /// kernel traces taken with trace_clock `mono`.
     pub start_mono_ns: u64,
+    /// Migrations the kernel counted over the observed life
+    /// (`se.nr_migrations` delta): exact, where `migrations_whole` is sampled.
+    pub kernel_migrations: Option<u64>,
+    /// Nanoseconds from observer start to its finish.
+    pub end_ns: u64,
     pub start_cpu: u32,
     pub end_cpu: u32,
     /// Nanoseconds from observer start to the timed loop's start and end.

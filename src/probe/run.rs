@@ -206,6 +206,8 @@ pub fn run(
             enabled: spec.observe_every > 0,
             check_every_accesses: spec.observe_every,
             start_mono_ns: observation.start_mono_ns,
+            kernel_migrations: observation.kernel_migrations,
+            end_ns: observation.end_ns,
             start_cpu: observation.start_cpu,
             end_cpu: observation.end_cpu,
             loop_start_ns,

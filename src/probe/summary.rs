@@ -150,6 +150,14 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
             "cpu changes over the whole run: {}",
             counts_line(&r.migrations_whole)
         );
+        if let Some(k) = o.kernel_migrations {
+            let _ = writeln!(
+                out,
+                "kernel-counted migrations over the whole run (se.nr_migrations): {k} \
+                 (sampling saw {}; the rest moved and came back between checks)",
+                r.migrations_whole.total
+            );
+        }
         let res: Vec<String> = r
             .residency
             .node_pct

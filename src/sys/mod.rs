@@ -41,6 +41,22 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The kernel's count of this thread's migrations (`se.nr_migrations` in
+/// /proc/thread-self/sched); `None` where the kernel lacks the file
+/// (no CONFIG_SCHED_DEBUG).
+pub fn nr_migrations() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    sched_field(&text, "se.nr_migrations")
+}
+
+/// A numeric `name : value` field of a /proc/PID/sched text.
+pub fn sched_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().parse().ok())?
+    })
+}
+
 /// The calling process id.
 pub fn pid() -> i32 {
     // SAFETY: getpid cannot fail and touches no memory.
