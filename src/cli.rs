@@ -33,6 +33,18 @@ pub enum Command {
     /// Put a constant CPU-only load on every CPU (or a list), one pinned
     /// worker per CPU, until Ctrl-C, SIGTERM or --duration.
     Load(LoadArgs),
+
+    /// Run the experiment matrix of the Preferred Node Affinity RFC (PNID x
+    /// NB x Mem x CPU, many samples per row, under background load) and
+    /// print its table. Records go to --out as JSON lines.
+    Run(RunArgs),
+
+    /// Rebuild a run's reports from its records alone.
+    Report(ReportArgs),
+
+    /// Put back system state (numa_balancing, debugfs knobs) left changed by
+    /// a run that was killed (SIGKILL, power loss).
+    Restore,
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.
@@ -154,4 +166,89 @@ pub struct LoadArgs {
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     crate::units::parse_size(s)
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Experiment spec (TOML); command-line options override it.
+    #[arg(long, value_name = "FILE.toml")]
+    pub spec: Option<PathBuf>,
+
+    /// Continue the interrupted run in DIR (its spec and order are reused).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["spec", "out"])]
+    pub resume: Option<PathBuf>,
+
+    /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Nodes A and B (default: the first two nodes with CPUs).
+    #[arg(long, value_name = "A,B")]
+    pub nodes: Option<String>,
+
+    /// Samples per row (default 64, as the RFC).
+    #[arg(long)]
+    pub samples: Option<u32>,
+
+    /// About a minute on a small machine: 3 samples, 64 MiB, 2 passes.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Background load percent on every CPU (default 60).
+    #[arg(long)]
+    pub load: Option<f64>,
+
+    /// sched migration_cost_ns values, each a separate block of rows.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub migration_cost_ns: Option<Vec<u64>>,
+
+    /// Keep only blocks with these numa_balancing values (e.g. `1`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub nb: Option<Vec<u8>>,
+
+    /// Keep only blocks with these PNIDs (`-1`, `A`, `B`).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub pnid: Option<Vec<String>>,
+
+    /// Mem values: A, B, F (float), I (interleave A,B) or node numbers.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub mem: Option<Vec<String>>,
+
+    /// CPU values: A, B, F or node numbers.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub cpu: Option<Vec<String>>,
+
+    /// Probe access pattern.
+    #[arg(long, value_enum)]
+    pub pattern: Option<crate::probe::Pattern>,
+
+    /// Probe buffer size.
+    #[arg(long)]
+    pub size: Option<String>,
+
+    /// Probe outer iterations.
+    #[arg(long)]
+    pub counts: Option<u32>,
+
+    /// Seed of the sample-order shuffle.
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
+    #[arg(long, value_name = "NUMBER[:LAYOUT]")]
+    pub pnid_prctl: Option<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// A run directory (run.json + samples.jsonl).
+    pub dir: PathBuf,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::Format,
 }

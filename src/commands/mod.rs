@@ -4,6 +4,9 @@
 
 pub mod load;
 pub mod probe;
+pub mod report;
+pub mod restore;
+pub mod run;
 pub mod topo;
 
 use crate::cli::{Cli, Command};
@@ -14,5 +17,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Topo(args) => topo::run(&cli.sysfs_root, &args),
         Command::Probe(args) => probe::run(&cli.sysfs_root, &args),
         Command::Load(args) => load::run(&cli.sysfs_root, &args),
+        Command::Run(args) => run::run(&cli.sysfs_root, &args),
+        Command::Report(args) => report::run(&args),
+        Command::Restore => restore::run(),
     }
 }

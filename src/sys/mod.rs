@@ -123,6 +123,64 @@ pub fn set_timer_slack_ns(ns: u64) {
     }
 }
 
+/// Mounts a pseudo filesystem (`debugfs`, `tracefs`) at `target`.
+pub fn mount_fs(fstype: &str, target: &str) -> io::Result<()> {
+    let c = |s: &str| {
+        std::ffi::CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    };
+    let (src, tgt, ty) = (c(fstype)?, c(target)?, c(fstype)?);
+    // SAFETY: all pointers are valid NUL-terminated strings for the call's
+    // duration; no data argument.
+    let rc = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Unmounts `target`.
+pub fn unmount(target: &str) -> io::Result<()> {
+    let t = std::ffi::CString::new(target)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `t` is a valid NUL-terminated path for the call's duration.
+    let rc = unsafe { libc::umount2(t.as_ptr(), 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Spawns `cmd` so the child gets SIGKILL when this process dies, however
+/// it dies: probes never outlive their runner.
+pub fn spawn_dying_with_parent(cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = pid();
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit via kill).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn()
+}
+
 /// A raw prctl(2) with five word arguments; returns the result or errno.
 pub fn prctl_raw(option: i32, a2: u64, a3: u64, a4: u64, a5: u64) -> io::Result<i64> {
     // SAFETY: callers pass either plain integers or a pointer to a live,

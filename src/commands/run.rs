@@ -1,0 +1,167 @@
+//! `numalab run`: spec -> host backend -> records -> reports.
+
+use crate::cli::RunArgs;
+use crate::error::usage;
+use crate::experiment::backend::{Backend, Host};
+use crate::experiment::spec::{ExperimentSpec, PnidRef};
+use crate::experiment::state::{self, Guard};
+use crate::experiment::{record, runner};
+use crate::report::{self, Format};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The spec the command line asks for: file or default, then overrides.
+pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
+    let mut spec = match &a.spec {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| usage(format!("cannot read spec {}: {e}", p.display())))?;
+            ExperimentSpec::from_toml(&text, &p.display().to_string())?
+        }
+        None => ExperimentSpec::default(),
+    };
+    if a.quick {
+        spec.samples = 3;
+        spec.probe.size = "64M".into();
+        spec.probe.counts = 2;
+    }
+    if let Some(n) = &a.nodes {
+        let ids = crate::idset::IdSet::parse(n)?;
+        let v: Vec<u32> = n
+            .split(',')
+            .map(|t| t.trim().parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| usage(format!("--nodes {n:?}: give two node numbers A,B")))?;
+        if v.len() != 2 || ids.len() != 2 {
+            return Err(usage(format!(
+                "--nodes {n:?}: give two different nodes A,B"
+            )));
+        }
+        spec.nodes = v;
+    }
+    if let Some(v) = a.samples {
+        spec.samples = v;
+    }
+    if let Some(v) = a.load {
+        spec.load = v;
+    }
+    if let Some(v) = &a.migration_cost_ns {
+        spec.migration_cost_ns = v.clone();
+    }
+    if let Some(nbs) = &a.nb {
+        spec.blocks.retain(|b| nbs.contains(&b.nb));
+    }
+    if let Some(ps) = &a.pnid {
+        spec.blocks.retain(|b| {
+            ps.iter().any(|p| match (&b.pnid, p.trim()) {
+                (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
+                (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
+            })
+        });
+    }
+    if let Some(v) = &a.mem {
+        spec.mem = v.clone();
+    }
+    if let Some(v) = &a.cpu {
+        spec.cpu = v.clone();
+    }
+    if let Some(v) = a.pattern {
+        spec.probe.pattern = v;
+    }
+    if let Some(v) = &a.size {
+        spec.probe.size = v.clone();
+    }
+    if let Some(v) = a.counts {
+        spec.probe.counts = v;
+    }
+    if let Some(v) = a.seed {
+        spec.seed = v;
+    }
+    spec.check()?;
+    Ok(spec)
+}
+
+fn default_out() -> PathBuf {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    PathBuf::from(format!("runs/run-{t}"))
+}
+
+pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
+    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let journal = state::journal_path();
+    let (dir, spec) = match &a.resume {
+        Some(dir) => {
+            let meta = record::read_meta(dir)?;
+            (dir.clone(), meta.spec)
+        }
+        None => {
+            let spec = build_spec(a)?;
+            spec.rows(&topo)?; // every spec error before anything changes
+            (a.out.clone().unwrap_or_else(default_out), spec)
+        }
+    };
+    state::refuse_if_unfinished(&journal)?;
+    let pnid_prctl = a.pnid_prctl.clone();
+    let mut backend = Host::new(&topo, spec.load, pnid_prctl)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let mut guard = Guard::new(journal, &dir);
+    let debugfs_mounted = Path::new(state::MIGRATION_COST).exists()
+        || Path::new(&format!("{}/sched", state::DEBUGFS)).exists();
+    if !spec.migration_cost_ns.is_empty()
+        && !debugfs_mounted
+        && crate::sys::mount_fs("debugfs", state::DEBUGFS).is_ok()
+    {
+        guard.mounted_debugfs()?;
+    }
+    if a.resume.is_none() {
+        let meta = runner::create(&backend, &topo, spec, &dir)?;
+        let skipped = meta.rows.iter().filter(|r| r.skip.is_some()).count();
+        eprintln!(
+            "run: {} rows ({} skipped), {} samples planned, records in {}",
+            meta.rows.len(),
+            skipped,
+            meta.planned_samples,
+            dir.display()
+        );
+    }
+    let out = runner::execute(
+        &mut backend as &mut dyn Backend,
+        &topo,
+        &dir,
+        &mut guard,
+        &stop,
+    )?;
+    drop(guard);
+    let meta = record::read_meta(&dir)?;
+    let samples = record::read_samples(&dir)?;
+    print!("{}", report::render(&meta, &samples, Format::Text));
+    if out.probe_wall_ns > 0 {
+        println!(
+            "\norchestration: run wall {:.1} s / probe processes {:.1} s = {:.3} (timed loops {:.1} s: {:.3})",
+            out.run_wall_ns as f64 / 1e9,
+            out.probe_wall_ns as f64 / 1e9,
+            out.run_wall_ns as f64 / out.probe_wall_ns as f64,
+            out.probe_loop_ns as f64 / 1e9,
+            out.run_wall_ns as f64 / out.probe_loop_ns.max(1) as f64
+        );
+    }
+    println!("records: {}", dir.display());
+    if out.done < out.planned {
+        anyhow::bail!(
+            "interrupted after {} of {} samples; system state restored; continue with \
+             `numalab run --resume {}`",
+            out.done,
+            out.planned,
+            dir.display()
+        );
+    }
+    Ok(())
+}

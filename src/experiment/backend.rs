@@ -1,0 +1,252 @@
+//! Backends run one sample of a row. The host backend runs a fresh
+//! `numalab probe` process under the row's placement with the background
+//! load on every CPU; tests use a mock that makes records without touching
+//! the machine, so the runner (order, resume, records, reports) is tested
+//! anywhere.
+
+use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
+use super::state::{self, Guard};
+use crate::load::{Load, LoadSpec};
+use crate::probe::record::ProbeRecord;
+use crate::topology::Topology;
+use anyhow::Context;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a backend can change, deciding which rows are skipped and why.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    /// Current kernel.numa_balancing, if the kernel has it.
+    pub numa_balancing: Option<u8>,
+    pub can_set_numa_balancing: bool,
+    /// Current migration_cost_ns, if readable.
+    pub migration_cost_ns: Option<u64>,
+    pub can_set_migration_cost: bool,
+    /// Err(reason) when --pnid cannot be used.
+    pub pnid: Result<String, String>,
+}
+
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    fn capabilities(&self) -> Capabilities;
+    /// Sets the row's knobs (journaled in `guard`).
+    fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()>;
+    /// Runs one sample; returns the probe record and its wall time. When
+    /// `stop` turns true it abandons the sample and returns [`Interrupted`].
+    fn sample(
+        &mut self,
+        row: &Row,
+        spec: &ExperimentSpec,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<(ProbeRecord, u64)>;
+}
+
+/// A sample abandoned because a signal asked the run to stop.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// Why `row` cannot run with `caps` on `topo`, if it cannot.
+pub fn skip_reason(
+    row: &Row,
+    caps: &Capabilities,
+    a: u32,
+    b: u32,
+    topo: &Topology,
+) -> Option<String> {
+    if a == b && row.needs_two_nodes {
+        return Some(format!("single-node machine: node B is node A ({a})"));
+    }
+    if let RowCpu::Node(n) = row.cpu {
+        if topo.node(n).is_none_or(|x| x.cpus.is_empty()) {
+            return Some(format!("node {n} has no CPUs"));
+        }
+    }
+    if row.pnid >= 0 {
+        if let Err(why) = &caps.pnid {
+            return Some(format!("no PNID interface: {why}"));
+        }
+    }
+    match caps.numa_balancing {
+        None => return Some("this kernel has no kernel.numa_balancing".into()),
+        Some(cur) if cur != row.nb && !caps.can_set_numa_balancing => {
+            return Some(format!(
+                "needs numa_balancing={} (now {cur}) and {} is not writable (not root?)",
+                row.nb,
+                state::NUMA_BALANCING
+            ))
+        }
+        _ => {}
+    }
+    if let Some(want) = row.migration_cost_ns {
+        match caps.migration_cost_ns {
+            Some(cur) if cur == want => {}
+            _ if caps.can_set_migration_cost => {}
+            _ => return Some(format!(
+                "needs migration_cost_ns={want} and {} is not writable (not root, or no debugfs)",
+                state::MIGRATION_COST
+            )),
+        }
+    }
+    None
+}
+
+/// The real machine.
+pub struct Host {
+    exe: std::path::PathBuf,
+    load_spec: LoadSpec,
+    pnid_prctl: Option<String>,
+}
+
+impl Host {
+    pub fn new(
+        topo: &Topology,
+        load_percent: f64,
+        pnid_prctl: Option<String>,
+    ) -> anyhow::Result<Host> {
+        Ok(Host {
+            exe: std::env::current_exe().context("finding the numalab executable")?,
+            load_spec: LoadSpec {
+                percent: load_percent,
+                cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
+                period: Duration::from_millis(20),
+            },
+            pnid_prctl,
+        })
+    }
+
+    fn probe_args(&self, row: &Row, spec: &ExperimentSpec) -> Vec<String> {
+        let p = &spec.probe;
+        let mut a: Vec<String> = vec![
+            "probe".into(),
+            "--json".into(),
+            "--pattern".into(),
+            p.pattern.name().into(),
+            "--size".into(),
+            p.size.clone(),
+            "--counts".into(),
+            p.counts.to_string(),
+            "--thp".into(),
+            match p.thp {
+                crate::probe::ThpMode::System => "system",
+                crate::probe::ThpMode::On => "on",
+                crate::probe::ThpMode::Off => "off",
+            }
+            .into(),
+            "--observe-every".into(),
+            p.observe_every.to_string(),
+        ];
+        match &row.mem {
+            RowMem::Node(n) => a.extend(["--membind".into(), n.to_string()]),
+            RowMem::Interleave(s) => a.extend(["--interleave".into(), s.to_string()]),
+            RowMem::Float => {}
+        }
+        if let RowCpu::Node(n) = row.cpu {
+            a.extend(["--cpunodebind".into(), n.to_string()]);
+        }
+        if row.pnid >= 0 {
+            a.extend(["--pnid".into(), row.pnid.to_string()]);
+            if let Some(p) = &self.pnid_prctl {
+                a.extend(["--pnid-prctl".into(), p.clone()]);
+            }
+        }
+        a
+    }
+}
+
+impl Backend for Host {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let read_num = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        };
+        Capabilities {
+            numa_balancing: read_num(state::NUMA_BALANCING).map(|v| v.min(1) as u8),
+            can_set_numa_balancing: state::writable(state::NUMA_BALANCING),
+            migration_cost_ns: read_num(state::MIGRATION_COST),
+            can_set_migration_cost: state::writable(state::MIGRATION_COST),
+            pnid: match &self.pnid_prctl {
+                Some(p) => crate::probe::pnid::parse_explicit(p)
+                    .map(|i| i.evidence)
+                    .map_err(|e| e.to_string()),
+                None => crate::probe::pnid::detect(std::path::Path::new("/proc"))
+                    .map(|i| i.evidence)
+                    .map_err(|_| {
+                        "the kernel shows no PR_PREFERRED_NID patch (see `numalab probe --help`, \
+                         --pnid-prctl)"
+                            .to_string()
+                    }),
+            },
+        }
+    }
+
+    fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
+        guard.set(state::NUMA_BALANCING, &row.nb.to_string())?;
+        if let Some(c) = row.migration_cost_ns {
+            guard.set(state::MIGRATION_COST, &c.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn sample(
+        &mut self,
+        row: &Row,
+        spec: &ExperimentSpec,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<(ProbeRecord, u64)> {
+        let load = if spec.load > 0.0 {
+            Some(Load::start(&self.load_spec).context("starting the background load")?)
+        } else {
+            None
+        };
+        // The record can exceed a pipe's buffer: the probe writes to a file,
+        // and the runner polls so a signal can end the sample at once.
+        let out_path =
+            std::env::temp_dir().join(format!("numalab-probe-{}.json", crate::sys::pid()));
+        let out = std::fs::File::create(&out_path).context("creating the probe's output file")?;
+        let started = Instant::now();
+        let mut child = crate::sys::spawn_dying_with_parent(
+            std::process::Command::new(&self.exe)
+                .args(self.probe_args(row, spec))
+                .stdout(out)
+                .stderr(std::process::Stdio::piped()),
+        )
+        .context("starting the probe")?;
+        let status = loop {
+            if stop.load(Ordering::Relaxed) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_file(&out_path);
+                return Err(Interrupted.into());
+            }
+            if let Some(st) = child.try_wait()? {
+                break st;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let wall_ns = started.elapsed().as_nanos() as u64;
+        drop(load);
+        let stdout = std::fs::read(&out_path).context("reading the probe's record")?;
+        let _ = std::fs::remove_file(&out_path);
+        if !status.success() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            anyhow::bail!(
+                "probe for row [{:02}] failed ({status}): {}",
+                row.id,
+                err.trim()
+            );
+        }
+        let rec: ProbeRecord =
+            serde_json::from_slice(&stdout).context("parsing the probe's record")?;
+        Ok((rec, wall_ns))
+    }
+}

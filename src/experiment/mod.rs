@@ -1,0 +1,13 @@
+//! The experiment (`numalab run`): the RFC's PNID x NB x Mem x CPU matrix,
+//! many samples per row, interleaved, each a fresh probe under background
+//! load, with system knobs set per row and always restored.
+//!
+//! spec ([`spec`]) -> plan ([`plan`]) -> backend ([`backend`]) -> records
+//! ([`record`]) -> reports (`crate::report`).
+
+pub mod backend;
+pub mod plan;
+pub mod record;
+pub mod runner;
+pub mod spec;
+pub mod state;

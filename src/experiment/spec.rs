@@ -1,0 +1,384 @@
+//! The experiment spec: which rows to run and how, from the command line or
+//! a TOML file, and the row list it expands to.
+//!
+//! The default is the RFC's 36 rows on two nodes A and B: blocks (PNID -1,
+//! NB 0), (PNID -1, NB 1), (PNID A, NB 1), (PNID B, NB 1); in each block Mem
+//! in {A, B, F} (outer) x CPU in {A, B, F} (inner), numbered [00]..[35] in
+//! that order. Every `migration_cost_ns` value repeats the whole block list.
+
+use crate::error::usage;
+use crate::idset::IdSet;
+use crate::probe::{Pattern, ThpMode};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// A node named by role (A, B) or number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NodeRef {
+    Role(String),
+    Id(u32),
+}
+
+/// One block of rows: the PNID and NB they share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// -1 (not set), "A", "B" or a node number.
+    pub pnid: PnidRef,
+    /// kernel.numa_balancing for the block: 0 or 1.
+    pub nb: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PnidRef {
+    Num(i32),
+    Role(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProbeParams {
+    pub pattern: Pattern,
+    pub size: String,
+    pub counts: u32,
+    pub thp: ThpMode,
+    pub observe_every: u32,
+}
+
+impl Default for ProbeParams {
+    fn default() -> Self {
+        ProbeParams {
+            pattern: Pattern::RandRw,
+            size: "256M".into(),
+            counts: 4,
+            thp: ThpMode::System,
+            observe_every: 4096,
+        }
+    }
+}
+
+/// The whole experiment, as written in a spec file (every field optional).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExperimentSpec {
+    /// Nodes A and B (default: the first two nodes with CPUs).
+    pub nodes: Vec<u32>,
+    pub samples: u32,
+    /// Background load percent on every CPU.
+    pub load: f64,
+    /// Seed of the sample-order shuffle.
+    pub seed: u64,
+    /// sched migration_cost_ns values; each is a separate block of rows.
+    /// Empty: leave the knob as it is.
+    pub migration_cost_ns: Vec<u64>,
+    pub blocks: Vec<Block>,
+    /// Mem values: "A", "B", "F" (float), "I" (interleave A,B) or node numbers.
+    pub mem: Vec<String>,
+    /// CPU values: "A", "B", "F" or node numbers.
+    pub cpu: Vec<String>,
+    pub probe: ProbeParams,
+}
+
+impl Default for ExperimentSpec {
+    fn default() -> Self {
+        let b = |pnid: PnidRef, nb| Block { pnid, nb };
+        ExperimentSpec {
+            nodes: Vec::new(),
+            samples: 64,
+            load: 60.0,
+            seed: 1,
+            migration_cost_ns: Vec::new(),
+            blocks: vec![
+                b(PnidRef::Num(-1), 0),
+                b(PnidRef::Num(-1), 1),
+                b(PnidRef::Role("A".into()), 1),
+                b(PnidRef::Role("B".into()), 1),
+            ],
+            mem: vec!["A".into(), "B".into(), "F".into()],
+            cpu: vec!["A".into(), "B".into(), "F".into()],
+            probe: ProbeParams::default(),
+        }
+    }
+}
+
+/// Memory placement of a row, resolved to node numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowMem {
+    Node(u32),
+    Float,
+    Interleave(IdSet),
+}
+
+/// CPU placement of a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowCpu {
+    Node(u32),
+    Float,
+}
+
+/// One row of the matrix, with the labels the table prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    pub id: usize,
+    pub block: usize,
+    pub pnid: i32,
+    pub nb: u8,
+    pub mem: RowMem,
+    pub cpu: RowCpu,
+    pub migration_cost_ns: Option<u64>,
+    /// The row names node B (or interleaves A,B): meaningless where A = B.
+    #[serde(default)]
+    pub needs_two_nodes: bool,
+    /// Why the row cannot run here (set by the planner), if it cannot.
+    pub skip: Option<String>,
+}
+
+impl Row {
+    pub fn mem_label(&self) -> String {
+        match &self.mem {
+            RowMem::Node(n) => n.to_string(),
+            RowMem::Float => "F".into(),
+            RowMem::Interleave(s) => format!("I{s}"),
+        }
+    }
+    pub fn cpu_label(&self) -> String {
+        match &self.cpu {
+            RowCpu::Node(n) => n.to_string(),
+            RowCpu::Float => "F".into(),
+        }
+    }
+    /// `PNID: -1 NB: 0 Mem: 0 CPU: F`, the RFC's parameter column.
+    pub fn params(&self) -> String {
+        format!(
+            "PNID: {} NB: {} Mem: {} CPU: {}",
+            self.pnid,
+            self.nb,
+            self.mem_label(),
+            self.cpu_label()
+        )
+    }
+    /// The node the row's memory is on, when it is one node.
+    pub fn mem_node(&self) -> Option<u32> {
+        match self.mem {
+            RowMem::Node(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl ExperimentSpec {
+    /// Reads a TOML spec; unknown keys and bad values are usage errors.
+    pub fn from_toml(text: &str, origin: &str) -> anyhow::Result<ExperimentSpec> {
+        toml::from_str(text).map_err(|e| usage(format!("spec {origin}: {e}")))
+    }
+
+    /// Nodes A and B on `topo`, checked.
+    pub fn resolve_nodes(&self, topo: &Topology) -> anyhow::Result<(u32, u32)> {
+        let with_cpus: Vec<u32> = topo.cpu_node_ids().iter().collect();
+        let (a, b) = match self.nodes.as_slice() {
+            [] => match with_cpus.as_slice() {
+                [a, b, ..] => (*a, *b),
+                [a] => (*a, *a),
+                [] => return Err(usage("no node has CPUs")),
+            },
+            [a, b] => (*a, *b),
+            other => {
+                return Err(usage(format!(
+                    "nodes: give exactly two nodes A,B (got {other:?})"
+                )))
+            }
+        };
+        for n in [a, b] {
+            if topo.node(n).is_none() {
+                return Err(usage(format!(
+                    "nodes: node {n} does not exist here (nodes {})",
+                    topo.node_ids()
+                )));
+            }
+        }
+        Ok((a, b))
+    }
+
+    /// Checks everything that does not need the machine.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.samples == 0 {
+            return Err(usage("samples must be at least 1"));
+        }
+        if !(0.0..=100.0).contains(&self.load) || self.load.is_nan() {
+            return Err(usage(format!(
+                "load {}: must be between 0 and 100",
+                self.load
+            )));
+        }
+        for (name, empty) in [
+            ("blocks", self.blocks.is_empty()),
+            ("mem", self.mem.is_empty()),
+            ("cpu", self.cpu.is_empty()),
+        ] {
+            if empty {
+                return Err(usage(format!("{name}: empty dimension, nothing to run")));
+            }
+        }
+        for b in &self.blocks {
+            if b.nb > 1 {
+                return Err(usage(format!("nb {}: must be 0 or 1", b.nb)));
+            }
+        }
+        if self.probe.counts == 0 {
+            return Err(usage("probe counts must be at least 1"));
+        }
+        crate::units::parse_size(&self.probe.size).map_err(usage)?;
+        Ok(())
+    }
+
+    /// Expands to rows numbered in the RFC's order.
+    pub fn rows(&self, topo: &Topology) -> anyhow::Result<Vec<Row>> {
+        self.check()?;
+        let (a, b) = self.resolve_nodes(topo)?;
+        let node = |s: &str, what: &str| -> anyhow::Result<Option<u32>> {
+            match s.trim() {
+                "A" | "a" => Ok(Some(a)),
+                "B" | "b" => Ok(Some(b)),
+                "F" | "f" => Ok(None),
+                n => {
+                    let id: u32 = n.parse().map_err(|_| {
+                        usage(format!("{what} value {s:?}: use A, B, F or a node number"))
+                    })?;
+                    if topo.node(id).is_none() {
+                        return Err(usage(format!(
+                            "{what} value {id}: node {id} does not exist here (nodes {})",
+                            topo.node_ids()
+                        )));
+                    }
+                    Ok(Some(id))
+                }
+            }
+        };
+        let is_b = |s: &str| matches!(s.trim(), "B" | "b" | "I" | "i");
+        let mut mems = Vec::new();
+        for m in &self.mem {
+            let v = if matches!(m.trim(), "I" | "i") {
+                RowMem::Interleave([a, b].into_iter().collect())
+            } else {
+                node(m, "mem")?.map_or(RowMem::Float, RowMem::Node)
+            };
+            mems.push((v, is_b(m)));
+        }
+        let mut cpus = Vec::new();
+        for c in &self.cpu {
+            if matches!(c.trim(), "I" | "i") {
+                return Err(usage("cpu value \"I\": interleave is a memory placement"));
+            }
+            cpus.push((node(c, "cpu")?.map_or(RowCpu::Float, RowCpu::Node), is_b(c)));
+        }
+        let mut blocks = Vec::new();
+        for blk in &self.blocks {
+            let pnid = match &blk.pnid {
+                PnidRef::Num(-1) => -1,
+                PnidRef::Num(n) if *n >= 0 => {
+                    node(&n.to_string(), "pnid")?.map_or(-1, |v| v as i32)
+                }
+                PnidRef::Num(n) => return Err(usage(format!("pnid {n}: use -1, A, B or a node"))),
+                PnidRef::Role(r) => match node(r, "pnid")? {
+                    Some(v) => v as i32,
+                    None => return Err(usage("pnid \"F\": use -1 for not set")),
+                },
+            };
+            let pnid_b = matches!(&blk.pnid, PnidRef::Role(r) if is_b(r));
+            blocks.push((pnid, blk.nb, pnid_b));
+        }
+        let costs: Vec<Option<u64>> = if self.migration_cost_ns.is_empty() {
+            vec![None]
+        } else {
+            self.migration_cost_ns.iter().map(|c| Some(*c)).collect()
+        };
+        let mut rows = Vec::new();
+        for cost in costs {
+            for (bi, (pnid, nb, pnid_b)) in blocks.iter().enumerate() {
+                for (m, mem_b) in &mems {
+                    for (c, cpu_b) in &cpus {
+                        rows.push(Row {
+                            id: rows.len(),
+                            block: bi,
+                            pnid: *pnid,
+                            nb: *nb,
+                            mem: m.clone(),
+                            cpu: c.clone(),
+                            migration_cost_ns: cost,
+                            needs_two_nodes: *pnid_b || *mem_b || *cpu_b,
+                            skip: None,
+                        });
+                    }
+                }
+            }
+        }
+        // Blocks of the same cost repeat per cost value: renumber them.
+        let per_cost = blocks.len();
+        for r in rows.iter_mut() {
+            r.block += per_cost * (r.id / (per_cost * mems.len() * cpus.len()));
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::presets;
+
+    #[test]
+    fn default_is_the_rfc_36_rows_in_order() {
+        let t = presets::find("xeon-8167m-2n").unwrap().topology();
+        let rows = ExperimentSpec::default().rows(&t).unwrap();
+        assert_eq!(rows.len(), 36);
+        let p: Vec<String> = rows.iter().map(|r| r.params()).collect();
+        assert_eq!(p[0], "PNID: -1 NB: 0 Mem: 0 CPU: 0");
+        assert_eq!(p[2], "PNID: -1 NB: 0 Mem: 0 CPU: F");
+        assert_eq!(p[6], "PNID: -1 NB: 0 Mem: F CPU: 0");
+        assert_eq!(p[17], "PNID: -1 NB: 1 Mem: F CPU: F");
+        assert_eq!(p[20], "PNID: 0 NB: 1 Mem: 0 CPU: F");
+        assert_eq!(p[32], "PNID: 1 NB: 1 Mem: 1 CPU: F");
+        assert_eq!(p[35], "PNID: 1 NB: 1 Mem: F CPU: F");
+    }
+
+    #[test]
+    fn migration_costs_repeat_the_blocks() {
+        let t = presets::find("xeon-8167m-2n").unwrap().topology();
+        let s = ExperimentSpec {
+            migration_cost_ns: vec![500000, 5000000],
+            ..Default::default()
+        };
+        let rows = s.rows(&t).unwrap();
+        assert_eq!(rows.len(), 72);
+        assert_eq!(rows[36].migration_cost_ns, Some(5000000));
+        assert_eq!(rows[36].block, 4);
+    }
+
+    #[test]
+    fn bad_specs_are_usage_errors() {
+        let t = presets::find("xeon-8167m-2n").unwrap().topology();
+        let bad = [
+            "samples = 0",
+            "mem = []",
+            "nodes = [0, 7]",
+            "load = 120",
+            "cpu = [\"Q\"]",
+            "colour = 3",
+            "samples = ",
+        ];
+        for text in bad {
+            let e = ExperimentSpec::from_toml(text, "t.toml").and_then(|s| s.rows(&t).map(|_| ()));
+            let e = e.unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{text}: {e}");
+        }
+        let ok = ExperimentSpec::from_toml(
+            "samples = 3\nmem = [\"A\", \"I\"]\n[probe]\nsize = \"64M\"",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(ok.rows(&t).unwrap().len(), 4 * 2 * 3);
+    }
+}

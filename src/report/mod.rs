@@ -1,0 +1,143 @@
+//! Reports, rebuilt from the records alone (run.json + samples.jsonl), in
+//! one exporter file per format. Real and simulated runs share this path.
+//!
+//! Each row's time is the probe's timed loop (`timing.total_ns`) in seconds,
+//! as the RFC's table gives it. Beyond the RFC's columns: the 95% confidence
+//! interval of the mean, the mean cross-node migrations per sample (sampled
+//! by the probe), the mean kernel-counted migrations, the mean share of time
+//! on the memory's node, and a `noisy` flag on rows whose coefficient of
+//! variation exceeds [`NOISY_CV`].
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod text;
+
+use crate::experiment::record::{self, RunMeta, SampleRecord};
+use crate::experiment::spec::Row;
+use crate::stats::{Sample, Summary};
+use serde::Serialize;
+use std::path::Path;
+
+/// Rows with s/x̄ above this are flagged noisy (the RFC's rows sit at 1-4%).
+pub const NOISY_CV: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowStats {
+    pub row: Row,
+    pub n: usize,
+    /// Seconds.
+    pub time: Option<Summary>,
+    pub cross_node_mean: Option<f64>,
+    pub kernel_migrations_mean: Option<f64>,
+    pub on_mem_node_pct_mean: Option<f64>,
+    pub noisy: bool,
+    pub placement_mismatches: usize,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
+    meta.rows
+        .iter()
+        .map(|row| {
+            let mine: Vec<&SampleRecord> = samples.iter().filter(|s| s.row == row.id).collect();
+            let times: Vec<f64> = mine
+                .iter()
+                .map(|s| s.probe.timing.total_ns as f64 / 1e9)
+                .collect();
+            let time = Sample::new(times).ok().map(|s| s.summary());
+            let cross: Vec<f64> = mine
+                .iter()
+                .map(|s| s.probe.migrations.cross_node as f64)
+                .collect();
+            let kern: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| s.probe.observation.kernel_migrations.map(|k| k as f64))
+                .collect();
+            let on: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| s.probe.residency.on_mem_node_pct)
+                .collect();
+            RowStats {
+                n: mine.len(),
+                noisy: time.as_ref().is_some_and(|t| t.n >= 2 && t.cv > NOISY_CV),
+                time,
+                cross_node_mean: mean(&cross),
+                kernel_migrations_mean: mean(&kern),
+                on_mem_node_pct_mean: mean(&on),
+                placement_mismatches: mine
+                    .iter()
+                    .filter(|s| !s.probe.placement.matches_request)
+                    .count(),
+                row: row.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Renders a report in `format`.
+pub fn render(meta: &RunMeta, samples: &[SampleRecord], format: Format) -> String {
+    let stats = row_stats(meta, samples);
+    match format {
+        Format::Text => text::render(meta, samples, &stats),
+        Format::Markdown => markdown::render(meta, samples, &stats),
+        Format::Csv => csv::render(&stats),
+        Format::Json => json::render(meta, samples, &stats),
+    }
+}
+
+/// Rewrites every export in `dir` (atomically), so an interrupted run still
+/// leaves valid reports.
+pub fn write_exports(dir: &Path, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()> {
+    for (name, f) in [
+        ("report.txt", Format::Text),
+        ("report.md", Format::Markdown),
+        ("report.csv", Format::Csv),
+        ("report.json", Format::Json),
+    ] {
+        record::write_atomic(&dir.join(name), render(meta, samples, f).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The RFC's header values.
+pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
+    let costs: Vec<String> = if meta.spec.migration_cost_ns.is_empty() {
+        vec![meta
+            .knobs_at_start
+            .get(crate::experiment::state::MIGRATION_COST)
+            .cloned()
+            .unwrap_or_else(|| "unknown (not changed)".into())]
+    } else {
+        meta.spec
+            .migration_cost_ns
+            .iter()
+            .map(|c| c.to_string())
+            .collect()
+    };
+    vec![
+        ("NumSamples", meta.spec.samples.to_string()),
+        (
+            "Kernel",
+            meta.kernel.clone().unwrap_or_else(|| "unknown".into()),
+        ),
+        ("Load", format!("{}", meta.spec.load)),
+        (
+            "CPU_Model",
+            meta.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+        ),
+        ("NUM_CPUS", meta.num_cpus.to_string()),
+        ("migration_cost_ns", costs.join(", ")),
+    ]
+}
