@@ -155,8 +155,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
 
-    /// Duty-cycle period in milliseconds.
-    #[arg(long, default_value_t = 20.0, value_name = "MS")]
+    /// Duty-cycle period in milliseconds. The default is deliberately
+    /// incommensurate with kernel tick rates (HZ 100/250/300/1000), so tick
+    /// sampling sees the true average instead of a phase-locked alias.
+    #[arg(long, default_value_t = crate::load::DEFAULT_PERIOD_MS, value_name = "MS")]
     pub period_ms: f64,
 
     /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).

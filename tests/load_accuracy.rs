@@ -25,6 +25,7 @@ fn measure(percent: f64) -> std::collections::BTreeMap<u32, f64> {
 fn every_cpu_carries_the_requested_load_within_two_points() {
     for percent in [30.0, 75.0] {
         let busy = measure(percent);
+        eprintln!("load {percent}%: measured busy per CPU {busy:?}");
         assert!(!busy.is_empty());
         for (cpu, p) in &busy {
             assert!(

@@ -82,10 +82,12 @@ pub fn skip_reason(
         match caps.migration_cost_ns {
             Some(cur) if cur == want => {}
             _ if caps.can_set_migration_cost => {}
-            _ => return Some(format!(
+            _ => {
+                return Some(format!(
                 "needs migration_cost_ns={want} and {} is not writable (not root, or no debugfs)",
                 state::MIGRATION_COST
-            )),
+            ))
+            }
         }
     }
     None
@@ -109,7 +111,7 @@ impl Host {
             load_spec: LoadSpec {
                 percent: load_percent,
                 cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
-                period: Duration::from_millis(20),
+                period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
             },
             pnid_prctl,
         })
