@@ -1,0 +1,172 @@
+//! The experiment runner on a mock backend: interrupted runs resume to
+//! exactly the planned samples with no duplicates, knobs changed through the
+//! journal are restored after every stop, a torn record line is dropped, and
+//! reports rebuild from records alone.
+
+use numalab::experiment::backend::{Backend, Capabilities};
+use numalab::experiment::record::{self};
+use numalab::experiment::spec::{ExperimentSpec, Row};
+use numalab::experiment::state::{Guard, Journal};
+use numalab::experiment::{plan, runner};
+use numalab::probe::record::ProbeRecord;
+use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use numalab::report::{self, Format};
+use numalab::topology::{presets, Topology};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Runs a real (tiny) probe in-process for every sample; writes the row's NB
+/// into a scratch "knob" file through the guard; trips `stop` after
+/// `stop_after` samples.
+struct Mock {
+    knob: PathBuf,
+    calls: usize,
+    stop_after: usize,
+    template: ProbeRecord,
+}
+
+impl Backend for Mock {
+    fn name(&self) -> &'static str {
+        "mock"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            numa_balancing: Some(0),
+            can_set_numa_balancing: true,
+            migration_cost_ns: None,
+            can_set_migration_cost: false,
+            pnid: Err("mock has no PNID".into()),
+        }
+    }
+    fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
+        guard.set(self.knob.to_str().unwrap(), &row.nb.to_string())
+    }
+    fn sample(
+        &mut self,
+        row: &Row,
+        _: &ExperimentSpec,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<(ProbeRecord, u64)> {
+        self.calls += 1;
+        if self.calls >= self.stop_after {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let mut r = self.template.clone();
+        r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
+        let wall = r.timing.total_ns + 1000;
+        Ok((r, wall))
+    }
+}
+
+fn template(topo: &Topology) -> ProbeRecord {
+    let spec = ProbeSpec {
+        pattern: Pattern::RandRw,
+        size_bytes: 4096,
+        counts: 1,
+        cpu: CpuPlacement::Float,
+        mem: MemPlacement::Float,
+        pnid: None,
+        pnid_prctl: None,
+        thp: ThpMode::System,
+        observe_every: 64,
+    };
+    // A real probe on this machine, used as the shape of every mock record.
+    let here =
+        numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))
+            .unwrap();
+    let v = probe::validate(&spec, &here).unwrap();
+    let _ = topo;
+    probe::run::run(&v, &here, |_, _| {}).unwrap()
+}
+
+#[test]
+fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
+    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let knob = tmp.path().join("knob");
+    std::fs::write(&knob, "0\n").unwrap();
+    let journal = tmp.path().join("restore.json");
+    let spec = ExperimentSpec {
+        samples: 3,
+        ..Default::default()
+    };
+    let mut mock = Mock {
+        knob: knob.clone(),
+        calls: 0,
+        stop_after: 20,
+        template: template(&topo),
+    };
+    let meta = runner::create(&mock, &topo, spec.clone(), &dir).unwrap();
+    // PNID rows are skipped (no interface): 2 blocks x 9 rows x 3 samples.
+    assert_eq!(meta.planned_samples, 54);
+    assert_eq!(meta.rows.iter().filter(|r| r.skip.is_some()).count(), 18);
+
+    let stop = AtomicBool::new(false);
+    let mut guard = Guard::new(journal.clone(), &dir);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    assert_eq!(out.done, 20);
+    assert_eq!(
+        std::fs::read_to_string(&knob).unwrap().trim(),
+        "0",
+        "knob restored"
+    );
+    assert!(
+        Journal::read(&journal).unwrap().is_none(),
+        "journal removed after restore"
+    );
+    let partial = report::render(
+        &record::read_meta(&dir).unwrap(),
+        &record::read_samples(&dir).unwrap(),
+        Format::Text,
+    );
+    assert!(partial.contains("(incomplete)"), "{partial}");
+
+    // A crash mid-write leaves half a line: it is dropped on resume.
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(record::samples_path(&dir))
+        .unwrap();
+    f.write_all(b"{\"schema\":\"numalab.sample/1\",\"row\":")
+        .unwrap();
+    drop(f);
+
+    let stop = AtomicBool::new(false);
+    mock.stop_after = usize::MAX;
+    let mut guard = Guard::new(journal.clone(), &dir);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    assert_eq!(out.done, 54);
+    let samples = record::read_samples(&dir).unwrap();
+    let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
+    assert_eq!(pairs.len(), 54, "no duplicates");
+    let meta = record::read_meta(&dir).unwrap();
+    let planned: BTreeSet<(usize, u32)> = plan::order(&meta.rows, 3, meta.spec.seed)
+        .into_iter()
+        .collect();
+    assert_eq!(pairs, planned);
+    assert!(meta.end_unix_s.is_some());
+    assert_eq!(std::fs::read_to_string(&knob).unwrap().trim(), "0");
+
+    // Reports rebuild from the records; the table keeps the RFC's row format.
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert_eq!(text, report::render(&meta, &samples, Format::Text));
+    assert!(text.contains("NumSamples: 3\n"), "{text}");
+    assert!(text.contains("Avg max min stdv | Test Parameters"));
+    let row9 = text.lines().find(|l| l.starts_with("[09] ")).unwrap();
+    assert!(row9.ends_with("| PNID: -1 NB: 1 Mem: 0 CPU: 0"), "{row9}");
+    assert!(
+        text.contains("[18] skipped | PNID: 0 NB: 1 Mem: 0 CPU: 0 (no PNID interface"),
+        "{text}"
+    );
+    let csv = report::render(&meta, &samples, Format::Csv);
+    assert_eq!(csv.lines().count(), 37);
+    let json: serde_json::Value =
+        serde_json::from_str(&report::render(&meta, &samples, Format::Json)).unwrap();
+    assert_eq!(json["rows"].as_array().unwrap().len(), 36);
+
+    // A second run into the same directory is refused.
+    let e = runner::create(&mock, &topo, spec, &dir).err().unwrap();
+    assert_eq!(numalab::error::exit_code(&e), 2);
+}
