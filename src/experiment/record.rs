@@ -72,10 +72,9 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 }
 
 pub fn write_meta(dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
-    write_atomic(
-        &meta_path(dir),
-        serde_json::to_string_pretty(meta)?.as_bytes(),
-    )
+    let mut text = serde_json::to_string_pretty(meta)?;
+    text.push('\n');
+    write_atomic(&meta_path(dir), text.as_bytes())
 }
 
 pub fn read_meta(dir: &Path) -> anyhow::Result<RunMeta> {

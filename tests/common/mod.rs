@@ -42,10 +42,16 @@ pub fn compare_numactl(ours: &str, before: &str, after: &str) -> Result<(), Stri
                 // process (numactl with its libraries, numalab) holds a few
                 // MB of its own while it reads. Sizes must be bracketed
                 // exactly; free lines get FREE_SLACK_MB either side.
-                let slack = if ho.ends_with(" free") { FREE_SLACK_MB } else { 0 };
+                let slack = if ho.ends_with(" free") {
+                    FREE_SLACK_MB
+                } else {
+                    0
+                };
                 let (lo, hi) = (vx.min(vy).saturating_sub(slack), vx.max(vy) + slack);
                 if !(lo..=hi).contains(&vo) {
-                    return Err(format!("{o:?} not within numactl's {x:?} .. {y:?} (±{slack} MB)"));
+                    return Err(format!(
+                        "{o:?} not within numactl's {x:?} .. {y:?} (±{slack} MB)"
+                    ));
                 }
             }
             _ if o == x => {}
