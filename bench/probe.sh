@@ -3,7 +3,7 @@
 # (../shared/bench/refprobe.c, gcc -O2) on the same buffer, side by side, and
 # the cost of self-observation.
 #
-#   bash bench/probe.sh [MIB] [PASSES] [ROUNDS]     (default 256 MiB, 2 passes, 3 rounds)
+#   bash bench/probe.sh [MIB] [PASSES] [ROUNDS]     (default 256 MiB, 2 passes, 7 rounds)
 #
 # Targets (issue 3): rand-rw ns/access within 5% of the C loop; instructions
 # per access no higher than the C loop's; self-observation overhead < 1%.
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MIB=${1:-256}
 PASSES=${2:-2}
-ROUNDS=${3:-3}
+ROUNDS=${3:-7}
 REF_SRC=${NUMALAB_REFPROBE:-../shared/bench/refprobe.c}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
