@@ -192,7 +192,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub samples: Option<u32>,
 
-    /// About a minute on a small machine: 3 samples, 64 MiB, 2 passes.
+    /// About a minute on a small machine: 4 samples, 128 MiB, 4 passes.
     #[arg(long)]
     pub quick: bool,
 

@@ -76,3 +76,11 @@ fn restore_without_journal_is_a_no_op() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
 }
+
+#[test]
+fn example_spec_parses_to_the_rfc_default() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rfc.toml")).unwrap();
+    let spec = numalab::experiment::spec::ExperimentSpec::from_toml(&text, "rfc.toml").unwrap();
+    assert_eq!(spec, numalab::experiment::spec::ExperimentSpec::default());
+}

@@ -22,9 +22,9 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
         None => ExperimentSpec::default(),
     };
     if a.quick {
-        spec.samples = 3;
-        spec.probe.size = "64M".into();
-        spec.probe.counts = 2;
+        spec.samples = 4;
+        spec.probe.size = "128M".into();
+        spec.probe.counts = 4;
     }
     if let Some(n) = &a.nodes {
         let ids = crate::idset::IdSet::parse(n)?;

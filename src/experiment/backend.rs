@@ -229,7 +229,7 @@ impl Backend for Host {
             if let Some(st) = child.try_wait()? {
                 break st;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(1));
         };
         let wall_ns = started.elapsed().as_nanos() as u64;
         drop(load);

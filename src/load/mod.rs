@@ -93,6 +93,10 @@ impl Load {
 
     fn halt(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Wake sleepers at once, so stopping costs microseconds, not a period.
+        for w in &self.workers {
+            w.thread().unpark();
+        }
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
@@ -105,16 +109,24 @@ impl Drop for Load {
     }
 }
 
+/// Sleeps until `t` unless stopped (parked, so [`Load::stop`] can wake it).
+fn sleep_until(stop: &AtomicBool, t: Instant) {
+    while !stop.load(Ordering::Relaxed) {
+        match t.checked_duration_since(Instant::now()) {
+            Some(d) if !d.is_zero() => std::thread::park_timeout(d),
+            _ => return,
+        }
+    }
+}
+
 /// Busy-spins for `busy` of each period starting at `start`, sleeps the rest.
 fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
     let mut next = start;
-    if let Some(d) = next.checked_duration_since(Instant::now()) {
-        std::thread::sleep(d);
-    }
+    sleep_until(stop, next);
     let mut spin = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let busy_end = next + busy;
-        while Instant::now() < busy_end {
+        while Instant::now() < busy_end && !stop.load(Ordering::Relaxed) {
             // Pure CPU work: no memory traffic beyond this register.
             for _ in 0..64 {
                 spin = std::hint::black_box(spin.wrapping_mul(6364136223846793005).wrapping_add(1));
@@ -123,7 +135,7 @@ fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
         next += period;
         let now = Instant::now();
         if next > now {
-            std::thread::sleep(next - now);
+            sleep_until(stop, next);
         } else {
             // Fell behind (preempted): resynchronise instead of bursting.
             while next <= now {
