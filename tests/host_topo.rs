@@ -16,9 +16,7 @@ fn numactl_hardware() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn required() -> bool {
-    std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
-}
+use common::required;
 
 #[test]
 fn topo_matches_numactl_hardware_line_for_line() {

@@ -129,12 +129,7 @@ impl Host {
             "--counts".into(),
             p.counts.to_string(),
             "--thp".into(),
-            match p.thp {
-                crate::probe::ThpMode::System => "system",
-                crate::probe::ThpMode::On => "on",
-                crate::probe::ThpMode::Off => "off",
-            }
-            .into(),
+            p.thp.name().into(),
             "--observe-every".into(),
             p.observe_every.to_string(),
         ];

@@ -58,6 +58,17 @@ pub enum ThpMode {
     Off,
 }
 
+impl ThpMode {
+    /// The spelling `--thp` takes and records carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpMode::System => "system",
+            ThpMode::On => "on",
+            ThpMode::Off => "off",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSpec {
     pub pattern: Pattern,

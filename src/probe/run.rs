@@ -244,12 +244,7 @@ fn thp_report(mode: ThpMode) -> ThpReport {
                 .and_then(|v| v.parse().ok())
         });
     ThpReport {
-        advice: match mode {
-            ThpMode::System => "system",
-            ThpMode::On => "on",
-            ThpMode::Off => "off",
-        }
-        .to_string(),
+        advice: mode.name().to_string(),
         system_enabled: std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .ok()
             .map(|s| s.trim().to_string()),

@@ -15,9 +15,7 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn required() -> bool {
-    std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
-}
+use super::required;
 
 fn missing_tools() -> Option<String> {
     let have = |cmd: &str| {

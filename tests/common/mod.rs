@@ -8,6 +8,12 @@ pub mod lab;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Whether missing tools fail the tests instead of skipping them (CI sets
+/// NUMALAB_REQUIRE_TOOLS).
+pub fn required() -> bool {
+    std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
+}
+
 /// How far a `free` line may sit outside numactl's before/after bracket.
 pub const FREE_SLACK_MB: u64 = 8;
 
