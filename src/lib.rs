@@ -17,4 +17,5 @@ pub mod report;
 pub mod stats;
 pub mod sys;
 pub mod topology;
+pub mod trace;
 pub mod units;

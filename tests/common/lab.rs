@@ -112,8 +112,9 @@ pub fn run(topology: &str, script: &str, timeout_s: u32) -> Option<GuestRun> {
     assert_ne!(
         code,
         125,
-        "guest {topology} failed to boot or timed out:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        "guest {topology} failed to boot or timed out:\n{}\n--- script output so far ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     Some(GuestRun {
         code,
