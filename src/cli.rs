@@ -42,9 +42,75 @@ pub enum Command {
     /// Rebuild a run's reports from its records alone.
     Report(ReportArgs),
 
+    /// Trace tasks with the kernel's scheduler events: every migration
+    /// classified by topology level and cause (load balance, wake-up, NUMA
+    /// balancing), and the time spent on each node and LLC.
+    ///
+    /// `numalab trace -- COMMAND...` traces a command (and its children);
+    /// `--pid LIST` traces running tasks until they exit, --duration or
+    /// Ctrl-C; `--from FILE` analyses a saved `trace-cmd report` or
+    /// `perf script` text. Uses a private tracefs instance, so the global
+    /// tracing state is never touched.
+    Trace(TraceArgs),
+
+    /// Internal: wait for numalab's tracer, then exec COMMAND.
+    #[command(name = "__gate", hide = true)]
+    Gate {
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+
     /// Put back system state (numa_balancing, debugfs knobs) left changed by
     /// a run that was killed (SIGKILL, power loss).
     Restore,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Trace these running tasks (thread ids, list syntax) instead of a
+    /// command; with --from, analyse only these.
+    #[arg(long, value_name = "LIST")]
+    pub pid: Option<String>,
+
+    /// Analyse a saved text trace of the sched events (`trace-cmd report`,
+    /// `perf script` or tracefs `trace` output) instead of tracing.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["duration", "no_follow", "buffer_kb"])]
+    pub from: Option<PathBuf>,
+
+    /// The node holding the tasks' memory, for to/from-memory counts and
+    /// time on the memory's node (default: the node with more than half of
+    /// a task's pages in its numa_maps; unknown for --from).
+    #[arg(long, value_name = "N")]
+    pub mem_node: Option<u32>,
+
+    /// Stop tracing after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Do not follow children the traced tasks fork.
+    #[arg(long)]
+    pub no_follow: bool,
+
+    /// Trace buffer per CPU, in kB.
+    #[arg(long, value_name = "KB")]
+    pub buffer_kb: Option<u32>,
+
+    /// Print the record as JSON (schema numalab.trace/1) instead of the
+    /// summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the JSON record to this file.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The machine the trace is from, for --from files from other machines.
+    #[command(flatten)]
+    pub topology: TopologySource,
+
+    /// The command to trace, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.

@@ -4,5 +4,6 @@
 //! and (later) the kernel tracer, so both count the same way.
 
 pub mod migrations;
+pub mod pages;
 
 pub use migrations::{classify, residency, Migration, MigrationCounts, Residency, Segment};

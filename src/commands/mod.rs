@@ -8,6 +8,7 @@ pub mod report;
 pub mod restore;
 pub mod run;
 pub mod topo;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 
@@ -19,6 +20,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Load(args) => load::run(&cli.sysfs_root, &args),
         Command::Run(args) => run::run(&cli.sysfs_root, &args),
         Command::Report(args) => report::run(&args),
+        Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(),
+        Command::Gate { command } => {
+            let e = crate::sys::wait_at_gate_and_exec(&command);
+            Err(crate::error::usage(format!(
+                "cannot run {:?}: {e}",
+                command.first().map(|c| c.to_string_lossy()).unwrap_or_default()
+            )))
+        }
     }
 }

@@ -20,12 +20,41 @@ pub const NUMA_BALANCING: &str = "/proc/sys/kernel/numa_balancing";
 pub const DEBUGFS: &str = "/sys/kernel/debug";
 pub const MIGRATION_COST: &str = "/sys/kernel/debug/sched/migration_cost_ns";
 
-/// Where the journal lives: `$NUMALAB_STATE_DIR`, else /var/lib/numalab.
-pub fn journal_path() -> PathBuf {
+/// The state directory: `$NUMALAB_STATE_DIR`, else /var/lib/numalab.
+pub fn state_dir() -> PathBuf {
     std::env::var_os("NUMALAB_STATE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/lib/numalab"))
-        .join("restore.json")
+}
+
+/// The journal of `numalab run` (one run at a time).
+pub fn journal_path() -> PathBuf {
+    state_dir().join("restore.json")
+}
+
+/// The journal of a process that only traces (`trace`, `jobs`): one per
+/// process, since several may trace at once.
+pub fn trace_journal_path() -> PathBuf {
+    state_dir().join(format!("trace-{}.json", crate::sys::pid()))
+}
+
+/// Every journal in the state directory: the run's, then tracers'.
+pub fn all_journals() -> Vec<PathBuf> {
+    let mut v = vec![journal_path()];
+    if let Ok(rd) = std::fs::read_dir(state_dir()) {
+        let mut t: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("trace-") && n.ends_with(".json"))
+            })
+            .collect();
+        t.sort();
+        v.extend(t);
+    }
+    v
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +65,12 @@ pub struct Journal {
     pub originals: BTreeMap<String, String>,
     /// True when numalab mounted debugfs itself (unmounted on restore).
     pub mounted_debugfs: bool,
+    /// Tracing instances numalab created (removed on restore).
+    #[serde(default)]
+    pub tracefs_instances: Vec<String>,
+    /// Where numalab mounted tracefs itself (unmounted on restore).
+    #[serde(default)]
+    pub mounted_tracefs: Option<String>,
 }
 
 impl Journal {
@@ -74,6 +109,16 @@ impl Journal {
                 Ok(()) => done.push(format!("{path} = {}", value.trim())),
                 Err(e) => failed.push(format!("{path}: {e}")),
             }
+        }
+        for dir in &self.tracefs_instances {
+            match crate::trace::tracefs::remove_instance_dir(Path::new(dir)) {
+                Ok(()) => done.push(format!("removed tracing instance {dir}")),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        if let Some(m) = &self.mounted_tracefs {
+            crate::sys::unmount(m).ok();
+            done.push(format!("unmounted {m}"));
         }
         if self.mounted_debugfs {
             crate::sys::unmount(DEBUGFS).ok();
@@ -123,6 +168,8 @@ impl Guard {
                 run_dir: run_dir.display().to_string(),
                 originals: BTreeMap::new(),
                 mounted_debugfs: false,
+                tracefs_instances: Vec::new(),
+                mounted_tracefs: None,
             },
             active: false,
         }
@@ -131,6 +178,24 @@ impl Guard {
     /// Notes that numalab mounted debugfs, so restore unmounts it.
     pub fn mounted_debugfs(&mut self) -> anyhow::Result<()> {
         self.journal.mounted_debugfs = true;
+        self.journal.write(&self.path)?;
+        self.active = true;
+        Ok(())
+    }
+
+    /// Journals a tracing instance about to be created.
+    pub fn tracefs_instance(&mut self, dir: &Path) -> anyhow::Result<()> {
+        self.journal
+            .tracefs_instances
+            .push(dir.display().to_string());
+        self.journal.write(&self.path)?;
+        self.active = true;
+        Ok(())
+    }
+
+    /// Journals a tracefs mount about to be made.
+    pub fn mounted_tracefs(&mut self, at: &str) -> anyhow::Result<()> {
+        self.journal.mounted_tracefs = Some(at.to_string());
         self.journal.write(&self.path)?;
         self.active = true;
         Ok(())

@@ -192,3 +192,103 @@ pub fn prctl_raw(option: i32, a2: u64, a3: u64, a4: u64, a5: u64) -> io::Result<
         Ok(rc as i64)
     }
 }
+
+/// Releases a child started by [`spawn_gated`].
+pub struct Gate {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Gate {
+    /// Lets the child go on to exec its program.
+    pub fn open(self) -> io::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::File::from(self.fd);
+        f.write_all(b"g")
+    }
+}
+
+/// The environment variable that hands the gate's descriptor to
+/// [`wait_at_gate_and_exec`].
+pub const GATE_FD_ENV: &str = "NUMALAB_GATE_FD";
+
+/// Spawns `exe` (numalab's own executable) as a trampoline that waits for
+/// [`Gate::open`] and then execs `command` in the same process, so a tracer
+/// can be attached to its pid before the program runs an instruction.
+/// (std's spawn waits for exec, so the wait cannot happen before exec.)
+/// `setup` configures stdio and the environment. Dropping the gate
+/// unopened makes the child exit with 127; the child is killed with
+/// SIGKILL when this process dies.
+pub fn spawn_gated(
+    exe: &std::path::Path,
+    command: &[std::ffi::OsString],
+    setup: impl FnOnce(&mut std::process::Command),
+) -> io::Result<(std::process::Child, Gate)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the live 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let r = rd.as_raw_fd();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("__gate").arg("--").args(command);
+    cmd.env(GATE_FD_ENV, r.to_string());
+    setup(&mut cmd);
+    // SAFETY: runs between fork and exec; fcntl is async-signal-safe and
+    // `r` is valid in the child. Clearing FD_CLOEXEC keeps only the read
+    // end open across exec; the write end closes there.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(r, libc::F_SETFD, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let child = spawn_dying_with_parent(&mut cmd)?;
+    drop(rd);
+    Ok((child, Gate { fd: wr }))
+}
+
+/// The trampoline's side (`numalab __gate -- COMMAND...`): waits for the
+/// gate, then replaces this process with `command`. Returns only on error.
+pub fn wait_at_gate_and_exec(command: &[std::ffi::OsString]) -> io::Error {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::CommandExt;
+    let Some(fd) = std::env::var(GATE_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return io::Error::other(format!("{GATE_FD_ENV} is not set: not started by numalab"));
+    };
+    // SAFETY: the descriptor was inherited from spawn_gated for this
+    // purpose and nothing else in this process owns it.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut b = [0u8; 1];
+    match f.read(&mut b) {
+        Ok(1) => {}
+        _ => std::process::exit(127), // the tracer went away
+    }
+    drop(f);
+    let Some((prog, args)) = command.split_first() else {
+        return io::Error::other("no command");
+    };
+    std::process::Command::new(prog)
+        .args(args)
+        .env_remove(GATE_FD_ENV)
+        .exec()
+}
+
+/// Sends `sig` to process `pid`.
+pub fn signal(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill(2) takes two integers and no pointers.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -2,3 +2,11 @@
 //! its cause, and what NUMA balancing did, from the kernel's own events.
 
 pub mod event;
+pub mod format;
+pub mod ringbuf;
+pub mod decode;
+pub mod analyze;
+pub mod tracefs;
+pub mod live;
+pub mod record;
+pub mod summary;

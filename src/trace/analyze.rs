@@ -1,0 +1,318 @@
+//! From a trace's events to an explanation per task: every migration
+//! classified by topology level ([`crate::analysis::classify`]) and by
+//! cause, what NUMA balancing did, and the time on each node and LLC.
+//!
+//! Causes of a sched_migrate_task for a task:
+//! - `numa_balancing`: it completes a sched_move_numa or sched_swap_numa for
+//!   the same task and CPUs within [`NUMA_MATCH_NS`] (task_numa_migrate()
+//!   traces its decision, then the stopper moves the task);
+//! - `wakeup`: the task was asleep (its last sched_switch out was not
+//!   runnable, or it has just been forked): try_to_wake_up() chose a CPU;
+//! - `load_balance`: the task was runnable or running: the periodic, idle or
+//!   active load balancer (or an affinity change) moved it;
+//! - `unknown`: no sched_switch of the task seen yet to tell.
+//!
+//! Residency comes from sched_switch: a task runs on a CPU from the switch
+//! that makes it `next` to the switch that makes it `prev`. A task already
+//! on a CPU when the window opens counts from the window's start; one still
+//! on a CPU when it closes counts to its end.
+
+use super::event::{Event, Kind};
+use crate::analysis::{classify, residency, Migration, MigrationCounts, Residency, Segment};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How long after NUMA balancing's decision its migration may follow.
+pub const NUMA_MATCH_NS: u64 = 50_000_000;
+
+/// Migrations by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Causes {
+    pub numa_balancing: u64,
+    pub wakeup: u64,
+    pub load_balance: u64,
+    pub unknown: u64,
+}
+
+impl Causes {
+    fn add(&mut self, c: Cause) {
+        match c {
+            Cause::NumaBalancing => self.numa_balancing += 1,
+            Cause::Wakeup => self.wakeup += 1,
+            Cause::LoadBalance => self.load_balance += 1,
+            Cause::Unknown => self.unknown += 1,
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.numa_balancing + self.wakeup + self.load_balance + self.unknown
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    NumaBalancing,
+    Wakeup,
+    LoadBalance,
+    Unknown,
+}
+
+/// What NUMA balancing decided about the task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaActivity {
+    /// sched_move_numa: moves to a CPU of the preferred node.
+    pub move_numa: u64,
+    /// sched_swap_numa: swaps with a task there.
+    pub swap_numa: u64,
+    /// sched_stick_numa: it wanted to and could not.
+    pub stick_numa: u64,
+}
+
+/// One migration with its cause (times relative to the window start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracedMove {
+    pub t_ns: u64,
+    pub from: u32,
+    pub to: u32,
+    pub cause: Cause,
+}
+
+/// Everything the trace says about one task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskTrace {
+    pub pid: u32,
+    /// The traced task that forked this one, when followed from a fork.
+    pub parent: Option<u32>,
+    pub mem_node: Option<u32>,
+    /// sched_migrate_task events for the task (including any whose source
+    /// and destination CPU are the same, which are not moves).
+    pub migrate_events: u64,
+    pub migrations: MigrationCounts,
+    /// Real moves by cause, and the cross-node ones by cause.
+    pub causes: Causes,
+    pub cross_node_causes: Causes,
+    pub numa: NumaActivity,
+    pub residency: Residency,
+    /// The CPU it was first seen on.
+    pub first_cpu: Option<u32>,
+    pub exited: bool,
+    pub moves: Vec<TracedMove>,
+}
+
+/// The time span to account, in trace-clock nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Window {
+    /// From the first to the last event.
+    pub fn of(events: &[Event]) -> Window {
+        Window {
+            start_ns: events.first().map_or(0, |e| e.ts_ns),
+            end_ns: events.last().map_or(0, |e| e.ts_ns),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    parent: Option<u32>,
+    /// Some(cpu, since) while on a CPU.
+    running: Option<(u32, u64)>,
+    /// None until the first switch (or fork) shows it.
+    asleep: Option<bool>,
+    seen_switch: bool,
+    exited: bool,
+    first_cpu: Option<u32>,
+    segments: Vec<Segment>,
+    migrate_events: u64,
+    moves: Vec<(Migration, Cause)>,
+    pending_numa: Vec<(u64, i32, i32)>,
+    numa: NumaActivity,
+}
+
+/// Analyses `events` (sorted by time) for `pids`; with `follow_forks`,
+/// tasks forked by traced tasks are traced too. `mem_node(pid)` gives the
+/// node holding a task's memory, when known.
+pub fn analyze(
+    topo: &Topology,
+    events: &[Event],
+    pids: &BTreeSet<u32>,
+    follow_forks: bool,
+    window: Window,
+    mem_node: &dyn Fn(u32) -> Option<u32>,
+) -> Vec<TaskTrace> {
+    let mut st: BTreeMap<u32, State> = pids.iter().map(|&p| (p, State::default())).collect();
+    let inside = |t: u64| t >= window.start_ns && t <= window.end_ns;
+    for e in events.iter().filter(|e| inside(e.ts_ns)) {
+        match e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_runnable,
+                next_pid,
+            } => {
+                if let Some(s) = st.get_mut(&prev_pid) {
+                    let since = match s.running.take() {
+                        Some((_, t)) => Some(t),
+                        // Running since before the window opened.
+                        None if !s.seen_switch => Some(window.start_ns),
+                        None => None,
+                    };
+                    if let Some(t) = since {
+                        s.segments.push(Segment {
+                            cpu: e.cpu,
+                            ns: e.ts_ns - t,
+                        });
+                    }
+                    s.first_cpu.get_or_insert(e.cpu);
+                    s.asleep = Some(!prev_runnable);
+                    s.seen_switch = true;
+                }
+                if let Some(s) = st.get_mut(&next_pid) {
+                    s.running = Some((e.cpu, e.ts_ns));
+                    s.first_cpu.get_or_insert(e.cpu);
+                    s.asleep = Some(false);
+                    s.seen_switch = true;
+                }
+            }
+            Kind::Migrate {
+                pid,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                let Some(s) = st.get_mut(&pid) else { continue };
+                s.migrate_events += 1;
+                s.first_cpu.get_or_insert(orig_cpu);
+                if orig_cpu == dest_cpu {
+                    continue;
+                }
+                s.pending_numa.retain(|p| e.ts_ns - p.0 <= NUMA_MATCH_NS);
+                let numa = s
+                    .pending_numa
+                    .iter()
+                    .position(|p| p.1 == orig_cpu as i32 && p.2 == dest_cpu as i32);
+                let cause = if let Some(i) = numa {
+                    s.pending_numa.remove(i);
+                    Cause::NumaBalancing
+                } else {
+                    match s.asleep {
+                        Some(true) => Cause::Wakeup,
+                        Some(false) => Cause::LoadBalance,
+                        None => Cause::Unknown,
+                    }
+                };
+                s.moves.push((
+                    Migration {
+                        t_ns: e.ts_ns - window.start_ns,
+                        from: orig_cpu,
+                        to: dest_cpu,
+                    },
+                    cause,
+                ));
+            }
+            Kind::MoveNuma {
+                pid,
+                src_cpu,
+                dst_cpu,
+                ..
+            } => {
+                if let Some(s) = st.get_mut(&pid) {
+                    s.numa.move_numa += 1;
+                    s.pending_numa.push((e.ts_ns, src_cpu, dst_cpu));
+                }
+            }
+            Kind::SwapNuma {
+                src_pid,
+                src_cpu,
+                dst_pid,
+                dst_cpu,
+                ..
+            } => {
+                if let Some(s) = st.get_mut(&src_pid) {
+                    s.numa.swap_numa += 1;
+                    s.pending_numa.push((e.ts_ns, src_cpu, dst_cpu));
+                }
+                if let Some(s) = st.get_mut(&dst_pid) {
+                    s.numa.swap_numa += 1;
+                    s.pending_numa.push((e.ts_ns, dst_cpu, src_cpu));
+                }
+            }
+            Kind::StickNuma { pid, .. } => {
+                if let Some(s) = st.get_mut(&pid) {
+                    s.numa.stick_numa += 1;
+                }
+            }
+            Kind::Fork {
+                parent_pid,
+                child_pid,
+            } => {
+                if follow_forks && st.contains_key(&parent_pid) && !st.contains_key(&child_pid) {
+                    st.insert(
+                        child_pid,
+                        State {
+                            parent: Some(parent_pid),
+                            asleep: Some(true),
+                            seen_switch: true,
+                            ..State::default()
+                        },
+                    );
+                }
+            }
+            Kind::Exit { pid } => {
+                if let Some(s) = st.get_mut(&pid) {
+                    s.exited = true;
+                }
+            }
+        }
+    }
+    st.into_iter()
+        .map(|(pid, mut s)| {
+            if let Some((cpu, t)) = s.running.take() {
+                s.segments.push(Segment {
+                    cpu,
+                    ns: window.end_ns.saturating_sub(t),
+                });
+            }
+            let mem = mem_node(pid);
+            let plain: Vec<Migration> = s.moves.iter().map(|m| m.0).collect();
+            let mut causes = Causes::default();
+            let mut cross = Causes::default();
+            for (m, c) in &s.moves {
+                causes.add(*c);
+                if topo.relation(m.from, m.to) == crate::topology::Relation::CrossNode {
+                    cross.add(*c);
+                }
+            }
+            TaskTrace {
+                pid,
+                parent: s.parent,
+                mem_node: mem,
+                migrate_events: s.migrate_events,
+                migrations: classify(topo, mem, &plain),
+                causes,
+                cross_node_causes: cross,
+                numa: s.numa,
+                residency: residency(topo, mem, &s.segments),
+                first_cpu: s.first_cpu,
+                exited: s.exited,
+                moves: s
+                    .moves
+                    .iter()
+                    .map(|(m, c)| TracedMove {
+                        t_ns: m.t_ns,
+                        from: m.from,
+                        to: m.to,
+                        cause: *c,
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "analyze_tests.rs"]
+mod tests;

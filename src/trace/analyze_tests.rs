@@ -1,0 +1,270 @@
+//! Hand-made event streams on captured and preset topologies, with exact
+//! expected counts.
+
+use super::*;
+use crate::topology::sysfs::{read_topology, SysRoot};
+use crate::topology::{presets, Topology};
+
+fn fixture(name: &str) -> Topology {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/topo")
+        .join(name)
+        .join("root");
+    read_topology(&SysRoot::new(root)).unwrap()
+}
+
+fn ev(ts_ns: u64, cpu: u32, kind: Kind) -> Event {
+    Event { ts_ns, cpu, kind }
+}
+fn sw(ts: u64, cpu: u32, prev: u32, runnable: bool, next: u32) -> Event {
+    ev(
+        ts,
+        cpu,
+        Kind::Switch {
+            prev_pid: prev,
+            prev_runnable: runnable,
+            next_pid: next,
+        },
+    )
+}
+fn mig(ts: u64, pid: u32, from: u32, to: u32) -> Event {
+    ev(
+        ts,
+        to,
+        Kind::Migrate {
+            pid,
+            orig_cpu: from,
+            dest_cpu: to,
+        },
+    )
+}
+fn pids(p: &[u32]) -> BTreeSet<u32> {
+    p.iter().copied().collect()
+}
+
+/// 4 nodes x 1 core x 2 SMT threads (node N = CPUs 2N, 2N+1).
+#[test]
+fn smt_fixture_every_cause_and_residency() {
+    let t = fixture("4node-smt");
+    let e = vec![
+        sw(0, 5, 200, true, 201), // another task: ignored
+        sw(100, 0, 100, true, 0), // running since the window opened, preempted
+        mig(120, 100, 0, 1),      // runnable: load balance, SMT sibling
+        sw(150, 1, 0, false, 100),
+        sw(300, 1, 100, false, 0), // goes to sleep
+        mig(320, 100, 1, 4),       // woken on node 2: cross-node, from mem node 0
+        mig(330, 200, 4, 6),       // not traced
+        sw(350, 4, 0, false, 100),
+        ev(
+            500,
+            4,
+            Kind::MoveNuma {
+                pid: 100,
+                src_cpu: 4,
+                src_nid: 2,
+                dst_cpu: 0,
+                dst_nid: 0,
+            },
+        ),
+        sw(510, 4, 100, true, 0), // the stopper preempts it
+        mig(511, 100, 4, 0),      // NUMA balancing's move, back to mem node
+        sw(512, 0, 0, false, 100),
+        mig(600, 100, 0, 0), // same CPU: an event, not a move
+        ev(
+            700,
+            0,
+            Kind::StickNuma {
+                pid: 100,
+                src_cpu: 0,
+                src_nid: 0,
+                dst_cpu: -1,
+                dst_nid: 1,
+            },
+        ),
+    ];
+    let w = Window {
+        start_ns: 0,
+        end_ns: 1000,
+    };
+    let r = analyze(&t, &e, &pids(&[100]), false, w, &|_| Some(0));
+    assert_eq!(r.len(), 1);
+    let x = &r[0];
+    assert_eq!(x.migrate_events, 4);
+    let m = &x.migrations;
+    assert_eq!(
+        (m.total, m.same_core, m.same_llc, m.same_node, m.cross_node),
+        (3, 1, 0, 0, 2)
+    );
+    assert_eq!((m.to_mem_node, m.from_mem_node), (1, 1));
+    assert_eq!(m.cross_by_distance, BTreeMap::from([(20, 2)]));
+    assert_eq!(
+        x.causes,
+        Causes {
+            numa_balancing: 1,
+            wakeup: 1,
+            load_balance: 1,
+            unknown: 0
+        }
+    );
+    assert_eq!(
+        x.cross_node_causes,
+        Causes {
+            numa_balancing: 1,
+            wakeup: 1,
+            ..Causes::default()
+        }
+    );
+    assert_eq!(
+        x.numa,
+        NumaActivity {
+            move_numa: 1,
+            swap_numa: 0,
+            stick_numa: 1
+        }
+    );
+    // cpu0 0..100, cpu1 150..300, cpu4 350..510, cpu0 512..1000 (open at the end)
+    let res = &x.residency;
+    assert_eq!(res.total_ns, 100 + 150 + 160 + 488);
+    assert_eq!(res.node_ns, BTreeMap::from([(0, 738), (2, 160)]));
+    assert_eq!((res.start_node, res.most_node), (Some(0), Some(0)));
+    let sum: f64 = res.node_pct.values().sum();
+    assert!((sum - 100.0).abs() < 1e-9);
+    assert_eq!(x.first_cpu, Some(0));
+    assert_eq!(x.moves[2].cause, Cause::NumaBalancing);
+    assert_eq!(x.moves[2].t_ns, 511);
+}
+
+/// DL980 distances (10/12/17/19), NUMA swaps between two traced tasks, and
+/// a NUMA decision whose move never came (expired, so the later move is
+/// the load balancer's).
+#[test]
+fn dl980_fixture_distances_and_swaps() {
+    let t = fixture("8node-dl980");
+    let swap = ev(
+        1_000,
+        2,
+        Kind::SwapNuma {
+            src_pid: 10,
+            src_cpu: 2,
+            src_nid: 2,
+            dst_pid: 20,
+            dst_cpu: 5,
+            dst_nid: 5,
+        },
+    );
+    let e = vec![
+        sw(0, 2, 0, false, 10),
+        sw(0, 5, 0, false, 20),
+        swap,
+        sw(1_100, 2, 10, true, 0),
+        sw(1_100, 5, 20, true, 0),
+        mig(1_200, 10, 2, 5), // distance 19
+        mig(1_201, 20, 5, 2),
+        sw(1_300, 5, 0, false, 10),
+        sw(1_300, 2, 0, false, 20),
+        ev(
+            2_000,
+            5,
+            Kind::MoveNuma {
+                pid: 10,
+                src_cpu: 5,
+                src_nid: 5,
+                dst_cpu: 4,
+                dst_nid: 4,
+            },
+        ),
+        sw(2_100, 5, 10, true, 0),
+        mig(2_000 + NUMA_MATCH_NS + 1, 10, 5, 4), // too late: load balance, distance 12
+        mig(2_000 + NUMA_MATCH_NS + 2, 20, 2, 3), // running: load balance, distance 12
+    ];
+    let w = Window {
+        start_ns: 0,
+        end_ns: 2_000 + NUMA_MATCH_NS + 10,
+    };
+    let r = analyze(&t, &e, &pids(&[10, 20]), false, w, &|p| {
+        Some(if p == 10 { 2 } else { 5 })
+    });
+    let (a, b) = (&r[0], &r[1]);
+    assert_eq!((a.pid, b.pid), (10, 20));
+    assert_eq!(a.numa.swap_numa, 1);
+    assert_eq!(b.numa.swap_numa, 1);
+    assert_eq!(a.causes.numa_balancing, 1);
+    assert_eq!(a.causes.load_balance, 1);
+    assert_eq!(b.causes.numa_balancing, 1);
+    assert_eq!(b.causes.load_balance, 1);
+    assert_eq!(
+        a.migrations.cross_by_distance,
+        BTreeMap::from([(12, 1), (19, 1)])
+    );
+    assert_eq!(
+        b.migrations.cross_by_distance,
+        BTreeMap::from([(12, 1), (19, 1)])
+    );
+    // Task 10's memory is on node 2: the swap took it away from it.
+    assert_eq!((a.migrations.from_mem_node, a.migrations.to_mem_node), (1, 0));
+    assert_eq!((b.migrations.from_mem_node, b.migrations.to_mem_node), (1, 0));
+    assert_eq!(a.residency.node_ns[&2], 1_100);
+    assert_eq!(a.residency.node_ns[&5], 2_100 - 1_300);
+    assert_eq!(a.residency.most_node, Some(2));
+}
+
+/// EPYC preset: two LLCs per node. Forked children are followed; the
+/// first move of a task with no switch seen yet has an unknown cause.
+#[test]
+fn epyc_preset_llc_levels_and_forks() {
+    let t = presets::find("epyc-7551-8n").unwrap().topology();
+    let e = vec![
+        mig(10, 1, 0, 1), // unknown: nothing seen of task 1 yet
+        sw(20, 1, 0, false, 1),
+        ev(
+            30,
+            1,
+            Kind::Fork {
+                parent_pid: 1,
+                child_pid: 2,
+            },
+        ),
+        mig(40, 2, 1, 4), // the child's wake-up placement: same node, other CCX
+        sw(50, 4, 0, false, 2),
+        sw(90, 4, 2, false, 0),
+        ev(95, 4, Kind::Exit { pid: 2 }),
+        ev(
+            96,
+            1,
+            Kind::Fork {
+                parent_pid: 99,
+                child_pid: 3,
+            },
+        ), // not ours
+        mig(97, 3, 0, 1),
+    ];
+    let w = Window::of(&e);
+    let follow = analyze(&t, &e, &pids(&[1]), true, w, &|_| None);
+    assert_eq!(follow.iter().map(|x| x.pid).collect::<Vec<_>>(), vec![1, 2]);
+    let (p, c) = (&follow[0], &follow[1]);
+    assert_eq!((p.migrations.same_llc, p.causes.unknown), (1, 1));
+    assert_eq!((c.parent, c.exited), (Some(1), true));
+    assert_eq!((c.migrations.same_node, c.causes.wakeup), (1, 1));
+    assert_eq!(c.residency.total_ns, 40);
+    // Task 1 runs from 20 to the window's end at 97.
+    assert_eq!(p.residency.total_ns, 77);
+    assert_eq!(p.residency.on_mem_node_pct, None);
+    let alone = analyze(&t, &e, &pids(&[1]), false, w, &|_| None);
+    assert_eq!(alone.len(), 1);
+}
+
+/// Only events inside the window count; a task never switched in or out
+/// has no residency and no start node.
+#[test]
+fn window_clips_events() {
+    let t = fixture("2node");
+    let e = vec![mig(5, 7, 0, 2), sw(8, 2, 0, false, 7), mig(50, 7, 2, 0)];
+    let w = Window {
+        start_ns: 10,
+        end_ns: 40,
+    };
+    let r = analyze(&t, &e, &pids(&[7, 8]), false, w, &|_| Some(1));
+    assert_eq!(r[0].migrate_events, 0);
+    assert_eq!(r[0].residency.total_ns, 0);
+    assert_eq!(r[1].residency.start_node, None);
+}

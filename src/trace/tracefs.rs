@@ -1,0 +1,391 @@
+//! tracefs: finding it, and a private tracing instance for numalab.
+//!
+//! numalab never touches the top-level tracing state. It creates its own
+//! instance (`instances/numalab-PID`: its own ring buffer, event enables,
+//! filters, clock and `tracing_on`), and removes it when done, so tracefs
+//! is left byte for byte as it was, whatever another tracer is doing at the
+//! same time. The instance (and a tracefs mount numalab had to make) is
+//! journaled first, so `numalab restore` removes it after a SIGKILL.
+//!
+//! Events are read from `per_cpu/cpuN/trace_pipe_raw` (binary ring buffer
+//! pages, [`super::ringbuf`]) and decoded through the event format files
+//! ([`super::format`]). The clock is `mono`, so times line up with
+//! CLOCK_MONOTONIC readings taken by numalab and the probe.
+
+use super::decode::Decoder;
+use super::event::{self, Event};
+use super::format::{EventFormat, PageHeader};
+use super::ringbuf;
+use crate::error::usage;
+use anyhow::Context;
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where tracefs is mounted, and whether numalab mounted it.
+#[derive(Debug, Clone)]
+pub struct Tracefs {
+    pub root: PathBuf,
+    pub mounted_here: bool,
+}
+
+pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// The tracefs mount point listed in a /proc/mounts text, if any.
+pub fn find_in_mounts(mounts: &str) -> Option<PathBuf> {
+    let mut debugfs = None;
+    for l in mounts.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 3 {
+            continue;
+        }
+        match f[2] {
+            "tracefs" => return Some(PathBuf::from(unescape(f[1]))),
+            "debugfs" if debugfs.is_none() => {
+                debugfs = Some(PathBuf::from(unescape(f[1])).join("tracing"))
+            }
+            _ => {}
+        }
+    }
+    debugfs.filter(|p| p.join("events").is_dir())
+}
+
+/// /proc/mounts escapes spaces and such as octal (`\040`).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Tracefs {
+    /// Finds tracefs, mounting it at [`DEFAULT_MOUNT`] when it is not
+    /// mounted (root only); `on_mount` journals the mount before it is made.
+    pub fn locate(on_mount: impl FnOnce(&str) -> anyhow::Result<()>) -> anyhow::Result<Tracefs> {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let tfs = match find_in_mounts(&mounts) {
+            Some(root) => Tracefs {
+                root,
+                mounted_here: false,
+            },
+            None => {
+                if !Path::new(DEFAULT_MOUNT).is_dir() {
+                    return Err(usage(format!(
+                        "tracefs is not mounted and {DEFAULT_MOUNT} does not exist: \
+                         this kernel has no tracing support (CONFIG_FTRACE)"
+                    )));
+                }
+                on_mount(DEFAULT_MOUNT)?;
+                crate::sys::mount_fs("tracefs", DEFAULT_MOUNT).map_err(|e| {
+                    usage(format!(
+                        "tracefs is not mounted and mounting it at {DEFAULT_MOUNT} failed: {e} \
+                         (needs root; or mount it: mount -t tracefs tracefs {DEFAULT_MOUNT})"
+                    ))
+                })?;
+                Tracefs {
+                    root: PathBuf::from(DEFAULT_MOUNT),
+                    mounted_here: true,
+                }
+            }
+        };
+        let probe = tfs.root.join("events/sched/sched_switch/format");
+        if let Err(e) = std::fs::read_to_string(&probe) {
+            return Err(usage(format!(
+                "cannot read {}: {e}: tracing needs root (or CAP_SYS_ADMIN, or a tracefs \
+                 mounted readable for this user, e.g. `mount -o remount,mode=755 {}`)",
+                probe.display(),
+                tfs.root.display()
+            )));
+        }
+        Ok(tfs)
+    }
+
+    /// The format of `sched/NAME`, `None` when this kernel lacks the event.
+    pub fn format(&self, name: &str) -> anyhow::Result<Option<EventFormat>> {
+        let p = self.root.join("events/sched").join(name).join("format");
+        match std::fs::read_to_string(&p) {
+            Ok(t) => Ok(Some(EventFormat::parse(&t, &p.display().to_string())?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+        }
+    }
+}
+
+/// The events a live trace uses: required ones first.
+pub const REQUIRED: [&str; 2] = [event::MIGRATE, event::SWITCH];
+pub const OPTIONAL: [&str; 5] = [
+    event::MOVE_NUMA,
+    event::SWAP_NUMA,
+    event::STICK_NUMA,
+    event::FORK,
+    event::EXIT,
+];
+
+/// A private tracing instance with numalab's events, filtered to a set of
+/// pids. Removed (events off, directory gone) when dropped.
+pub struct Instance {
+    pub dir: PathBuf,
+    header: PageHeader,
+    formats: Vec<EventFormat>,
+    decoder: Decoder,
+    readers: Vec<(u32, std::fs::File)>,
+    page: Vec<u8>,
+    /// Events this kernel does not have.
+    pub missing: Vec<String>,
+    /// Pages that said events were lost before them.
+    pub missed_pages: u64,
+    removed: bool,
+}
+
+/// The filter expression for `fmt` matching any of `pids`, on whichever
+/// of its pid fields exist; `None` when it would be too long for the
+/// kernel (a page), and the event stays unfiltered (filtered here).
+pub fn filter_for(fmt: &EventFormat, pids: &BTreeSet<u32>) -> Option<String> {
+    let fields: Vec<&str> = match fmt.name.as_str() {
+        event::SWITCH => vec!["prev_pid", "next_pid"],
+        event::SWAP_NUMA => vec!["src_pid", "dst_pid"],
+        event::FORK => vec!["parent_pid"],
+        _ => ["pid", "src_pid"]
+            .into_iter()
+            .filter(|f| fmt.field(f).is_some())
+            .take(1)
+            .collect(),
+    };
+    let terms: Vec<String> = pids
+        .iter()
+        .flat_map(|p| fields.iter().map(move |f| format!("{f} == {p}")))
+        .collect();
+    let s = terms.join(" || ");
+    (s.len() < 3500 && !s.is_empty()).then_some(s)
+}
+
+impl Instance {
+    /// Creates `instances/NAME` with the mono clock and `buffer_kb` per CPU,
+    /// and sets up (but does not enable) the events for `cpus`.
+    pub fn create(
+        tfs: &Tracefs,
+        name: &str,
+        buffer_kb: u32,
+        cpus: &[u32],
+    ) -> anyhow::Result<Instance> {
+        let hp = tfs.root.join("events/header_page");
+        let header = PageHeader::parse(
+            &std::fs::read_to_string(&hp).with_context(|| format!("reading {}", hp.display()))?,
+            &hp.display().to_string(),
+        )?;
+        let mut formats = Vec::new();
+        let mut missing = Vec::new();
+        for name in REQUIRED.iter().chain(OPTIONAL.iter()) {
+            match tfs.format(name)? {
+                Some(f) => formats.push(f),
+                None if REQUIRED.contains(name) => {
+                    return Err(usage(format!(
+                        "this kernel has no sched:{name} trace event; numalab trace needs it"
+                    )))
+                }
+                None => missing.push(name.to_string()),
+            }
+        }
+        let decoder = Decoder::new(&formats).map_err(usage)?;
+        let dir = tfs.root.join("instances").join(name);
+        std::fs::create_dir(&dir).with_context(|| {
+            format!(
+                "creating the tracing instance {} (tracefs instances need root)",
+                dir.display()
+            )
+        })?;
+        let mut inst = Instance {
+            dir,
+            page: vec![0; header.page_size],
+            header,
+            formats,
+            decoder,
+            readers: Vec::new(),
+            missing,
+            missed_pages: 0,
+            removed: false,
+        };
+        inst.write("tracing_on", "0")?;
+        inst.write("trace_clock", "mono")?;
+        inst.write("buffer_size_kb", &buffer_kb.to_string())?;
+        for &cpu in cpus {
+            let p = inst.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&p)
+                .with_context(|| format!("opening {}", p.display()))?;
+            inst.readers.push((cpu, f));
+        }
+        Ok(inst)
+    }
+
+    fn write(&self, rel: &str, value: &str) -> anyhow::Result<()> {
+        let p = self.dir.join(rel);
+        std::fs::write(&p, value).with_context(|| format!("writing '{value}' to {}", p.display()))
+    }
+
+    /// Sets every event's filter to `pids`.
+    pub fn set_filters(&self, pids: &BTreeSet<u32>) -> anyhow::Result<()> {
+        for f in &self.formats {
+            let rel = format!("events/sched/{}/filter", f.name);
+            match filter_for(f, pids) {
+                Some(expr) => self.write(&rel, &expr)?,
+                None => self.write(&rel, "0")?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Enables the events and starts recording.
+    pub fn start(&self) -> anyhow::Result<()> {
+        for f in &self.formats {
+            self.write(&format!("events/sched/{}/enable", f.name), "1")?;
+        }
+        self.write("tracing_on", "1")
+    }
+
+    /// Stops recording (what is in the buffers can still be read).
+    pub fn stop(&self) -> anyhow::Result<()> {
+        self.write("tracing_on", "0")
+    }
+
+    /// Reads every page available now and appends the decoded events.
+    pub fn read_available(&mut self, out: &mut Vec<Event>) -> anyhow::Result<()> {
+        for (cpu, f) in &mut self.readers {
+            loop {
+                match f.read(&mut self.page) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let page = ringbuf::decode_page(&self.header, &self.page[..n])
+                            .with_context(|| format!("CPU {cpu}'s trace buffer"))?;
+                        if page.missed_events {
+                            self.missed_pages += 1;
+                        }
+                        out.extend(page.records.iter().filter_map(|r| self.decoder.decode(*cpu, r)));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("reading CPU {cpu}'s trace buffer"))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Events the kernel dropped (buffer full), from per_cpu/cpuN/stats.
+    pub fn lost_events(&self) -> u64 {
+        self.readers
+            .iter()
+            .filter_map(|(cpu, _)| {
+                std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()
+            })
+            .map(|s| {
+                s.lines()
+                    .filter_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        matches!(k.trim(), "overrun" | "dropped events")
+                            .then(|| v.trim().parse::<u64>().ok())?
+                    })
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// Turns everything off and removes the instance.
+    pub fn remove(&mut self) -> anyhow::Result<()> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let _ = self.write("tracing_on", "0");
+        for f in &self.formats {
+            let _ = self.write(&format!("events/sched/{}/enable", f.name), "0");
+        }
+        self.readers.clear();
+        remove_instance_dir(&self.dir)
+    }
+}
+
+/// Removes an instance directory; gone already is fine. The kernel refuses
+/// (EBUSY) while a file in it is open, so this retries briefly.
+pub fn remove_instance_dir(dir: &Path) -> anyhow::Result<()> {
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+        }
+    }
+    anyhow::bail!("removing {}: still busy after 1 s", dir.display())
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if let Err(e) = self.remove() {
+            eprintln!("numalab: {e:#}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_tracefs_or_debugfs_in_mounts() {
+        let m = "sysfs /sys sysfs rw 0 0\ntracefs /sys/kernel/trac\\040ing tracefs rw 0 0\n";
+        assert_eq!(
+            find_in_mounts(m),
+            Some(PathBuf::from("/sys/kernel/trac ing"))
+        );
+        assert_eq!(find_in_mounts("proc /proc proc rw 0 0\n"), None);
+    }
+
+    #[test]
+    fn filters_name_the_pid_fields() {
+        let f = |name: &str, fields: &[&str]| EventFormat {
+            name: name.into(),
+            id: 1,
+            fields: fields
+                .iter()
+                .map(|n| super::super::format::Field {
+                    name: n.to_string(),
+                    offset: 0,
+                    size: 4,
+                    signed: true,
+                })
+                .collect(),
+        };
+        let p: BTreeSet<u32> = [5, 9].into();
+        assert_eq!(
+            filter_for(&f("sched_switch", &["prev_pid", "next_pid"]), &p).unwrap(),
+            "prev_pid == 5 || next_pid == 5 || prev_pid == 9 || next_pid == 9"
+        );
+        assert_eq!(
+            filter_for(&f("sched_stick_numa", &["src_pid", "dst_pid"]), &p).unwrap(),
+            "src_pid == 5 || src_pid == 9"
+        );
+        assert_eq!(
+            filter_for(&f("sched_migrate_task", &["comm", "pid"]), &p).unwrap(),
+            "pid == 5 || pid == 9"
+        );
+        let many: BTreeSet<u32> = (1_000_000..1_000_200).collect();
+        assert_eq!(filter_for(&f("sched_switch", &["prev_pid"]), &many), None);
+    }
+}
