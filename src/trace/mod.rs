@@ -2,3 +2,4 @@
 //! its cause, and what NUMA balancing did, from the kernel's own events.
 
 pub mod event;
+pub mod text;
