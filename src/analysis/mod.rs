@@ -1,9 +1,13 @@
 //! Turning CPU timelines into explanations: every migration classified by
 //! topology level, and the share of run time spent on each node and LLC.
 //! Pure functions over plain inputs, shared by the probe's self-observation
-//! and (later) the kernel tracer, so both count the same way.
+//! and the kernel tracer, so both count the same way. Also the kernel's own
+//! NUMA-balancing statistics ([`numastat`]) and where a process's pages are
+//! ([`pages`]), parsed from procfs text.
 
 pub mod migrations;
+pub mod numastat;
 pub mod pages;
 
 pub use migrations::{classify, residency, Migration, MigrationCounts, Residency, Segment};
+pub use numastat::{parse_proc_sched_numa, parse_vmstat_numa, vmstat_delta, NodeFaults, NumaSched};

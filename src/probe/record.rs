@@ -2,7 +2,7 @@
 //! printed by `numalab probe --json` and embedded in every experiment sample.
 
 use super::{pnid, ProbeSpec};
-use crate::analysis::{Migration, MigrationCounts, Residency};
+use crate::analysis::{Migration, MigrationCounts, NumaSched, Residency};
 use crate::idset::IdSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,6 +30,10 @@ pub struct ProbeRecord {
     /// Time per node and LLC during the timed loop.
     pub residency: Residency,
     pub observation: ObservationReport,
+    /// The kernel's NUMA-balancing statistics around the run; `None` when
+    /// /proc gave none (and in records written before the field existed).
+    #[serde(default)]
+    pub numa: Option<NumaReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,4 +115,60 @@ pub struct ObservationReport {
     pub loop_end_ns: u64,
     /// Every CPU change seen (times relative to observer start).
     pub changes: Vec<Migration>,
+}
+
+/// The kernel's NUMA-balancing view of the run (see
+/// [`crate::analysis::numastat`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaReport {
+    /// The NUMA part of /proc/thread-self/sched just before the probe
+    /// returned: the task's own counters, cumulative over its life.
+    #[serde(default)]
+    pub sched: NumaSched,
+    /// Change in the system-wide NUMA counters of /proc/vmstat from just
+    /// before placement to just before the probe returned (every task
+    /// counts, not only the probe).
+    #[serde(default)]
+    pub vmstat_delta: BTreeMap<String, u64>,
+    /// Why a source was not read, when it exists but failed (a missing
+    /// file is not noted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record printed by `numalab probe --json` before `numa` existed.
+    const BEFORE_NUMA: &str = include_str!("../../tests/fixtures/probe-record-before-numa.json");
+
+    #[test]
+    fn records_without_numa_still_read() {
+        let r: ProbeRecord = serde_json::from_str(BEFORE_NUMA).unwrap();
+        assert_eq!(r.schema, SCHEMA);
+        assert_eq!(r.numa, None);
+        let again: ProbeRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(again, r);
+    }
+
+    #[test]
+    fn numa_round_trips() {
+        let mut r: ProbeRecord = serde_json::from_str(BEFORE_NUMA).unwrap();
+        let mut numa = NumaReport::default();
+        numa.sched.numa_preferred_nid = Some(-1);
+        numa.vmstat_delta.insert("numa_hint_faults".into(), 3);
+        r.numa = Some(numa);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("notes"), "empty notes are left out");
+        let back: ProbeRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        // A partial `numa` object reads too.
+        let v = json.replace(
+            &serde_json::to_string(r.numa.as_ref().unwrap()).unwrap(),
+            r#"{"vmstat_delta":{"numa_hint_faults":3}}"#,
+        );
+        let back: ProbeRecord = serde_json::from_str(&v).unwrap();
+        assert!(back.numa.unwrap().sched.is_empty());
+    }
 }

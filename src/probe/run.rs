@@ -3,10 +3,13 @@
 use super::kernels::Kernel;
 use super::observe::Observer;
 use super::record::{
-    Host, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing, SCHEMA,
+    Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
+    SCHEMA,
 };
 use super::{CpuPlacement, MemPlacement, ThpMode, Validated};
-use crate::analysis::{classify, residency};
+use crate::analysis::{
+    classify, parse_proc_sched_numa, parse_vmstat_numa, residency, vmstat_delta,
+};
 use crate::idset::IdSet;
 use crate::sys::{self, buffer::Thp, numa};
 use crate::topology::Topology;
@@ -25,6 +28,8 @@ pub fn run(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
+    // Before any placement, so the delta covers binding, warm-up and loop.
+    let numa_start = NumaStart::read();
 
     if let Some(cpus) = &v.bind_cpus {
         sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
@@ -164,6 +169,7 @@ pub fn run(
     );
 
     let accesses = per_pass as u64 * spec.counts as u64;
+    let numa = numa_start.finish();
     Ok(ProbeRecord {
         schema: SCHEMA.to_string(),
         numalab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -214,6 +220,7 @@ pub fn run(
             loop_end_ns,
             changes: observation.changes,
         },
+        numa,
     })
 }
 
@@ -249,5 +256,55 @@ fn thp_report(mode: ThpMode) -> ThpReport {
             .ok()
             .map(|s| s.trim().to_string()),
         anon_huge_kb,
+    }
+}
+
+/// A procfs file's text, fail-soft: `None` when it does not exist (no
+/// procfs, or a kernel without the feature); other failures are noted.
+fn read_proc(path: &str, notes: &mut Vec<String>) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            notes.push(format!("reading {path}: {e}"));
+            None
+        }
+    }
+}
+
+/// /proc/vmstat's NUMA counters at the start of the run.
+struct NumaStart {
+    vmstat: Option<BTreeMap<String, u64>>,
+    notes: Vec<String>,
+}
+
+impl NumaStart {
+    fn read() -> NumaStart {
+        let mut notes = Vec::new();
+        let vmstat = read_proc("/proc/vmstat", &mut notes).map(|t| parse_vmstat_numa(&t));
+        NumaStart { vmstat, notes }
+    }
+
+    /// Reads /proc/vmstat again and this thread's sched file; `None` when
+    /// neither gave any NUMA statistic.
+    fn finish(self) -> Option<NumaReport> {
+        let mut notes = self.notes;
+        let after = read_proc("/proc/vmstat", &mut notes).map(|t| parse_vmstat_numa(&t));
+        let vmstat_delta = match (&self.vmstat, &after) {
+            (Some(b), Some(a)) => vmstat_delta(b, a),
+            _ => BTreeMap::new(),
+        };
+        let sched = read_proc("/proc/thread-self/sched", &mut notes)
+            .or_else(|| read_proc("/proc/self/sched", &mut notes))
+            .map(|t| parse_proc_sched_numa(&t))
+            .unwrap_or_default();
+        if sched.is_empty() && vmstat_delta.is_empty() {
+            return None;
+        }
+        Some(NumaReport {
+            sched,
+            vmstat_delta,
+            notes,
+        })
     }
 }

@@ -1,6 +1,6 @@
 //! The human summary of a probe record.
 
-use super::record::ProbeRecord;
+use super::record::{NumaReport, ProbeRecord};
 use super::{CpuPlacement, MemPlacement};
 use crate::analysis::MigrationCounts;
 use crate::topology::Topology;
@@ -177,5 +177,105 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
     } else {
         out.push_str("self-observation: off (--observe-every 0)\n");
     }
+    if let Some(n) = &r.numa {
+        out.push_str(&numa_lines(n));
+    }
     out
+}
+
+/// One line of the kernel's NUMA-balancing statistics (and one of notes,
+/// if a source failed); empty when there is nothing to show.
+pub fn numa_lines(n: &NumaReport) -> String {
+    let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    let mut parts = Vec::new();
+    let s = &n.sched;
+    if !s.is_empty() {
+        let mut p = format!(
+            "numa: preferred nid {}",
+            s.numa_preferred_nid
+                .map_or_else(|| "?".to_string(), |v| v.to_string())
+        );
+        if let Some(f) = s.numa_preferred_nid_force {
+            let _ = write!(p, " (forced {f})");
+        }
+        let _ = write!(p, ", faults {}", opt(s.total_numa_faults));
+        if let Some(node) = s.current_node {
+            let _ = write!(
+                p,
+                " ({} on current node {node})",
+                opt(s.faults_on_current_node())
+            );
+        }
+        let _ = write!(p, ", pages migrated {}", opt(s.numa_pages_migrated));
+        parts.push(p);
+    }
+    let d = &n.vmstat_delta;
+    if !d.is_empty() {
+        let get = |k: &str| {
+            d.get(k)
+                .map_or_else(|| "?".to_string(), |v| format!("+{v}"))
+        };
+        parts.push(format!(
+            "{}vmstat: hint faults {} (local {}), pages migrated {}",
+            if s.is_empty() { "numa " } else { "" },
+            get("numa_hint_faults"),
+            get("numa_hint_faults_local"),
+            get("numa_pages_migrated")
+        ));
+    }
+    let mut out = String::new();
+    if !parts.is_empty() {
+        let _ = writeln!(out, "{}", parts.join("; "));
+    }
+    if !n.notes.is_empty() {
+        let _ = writeln!(out, "numa statistics incomplete: {}", n.notes.join("; "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{parse_proc_sched_numa, parse_vmstat_numa, vmstat_delta};
+
+    #[test]
+    fn numa_line_only_when_there_is_something() {
+        assert_eq!(numa_lines(&NumaReport::default()), "");
+        let sched = parse_proc_sched_numa(
+            "numa_pages_migrated                          :                    0\n\
+             numa_preferred_nid                           :                   -1\n\
+             total_numa_faults                            :                    0\n\
+             current_node=0, numa_group_id=0\n\
+             numa_faults node=0 task_private=0 task_shared=0 group_private=0 group_shared=0\n",
+        );
+        let before = parse_vmstat_numa("numa_hint_faults 10\nnuma_hint_faults_local 4\n");
+        let after = parse_vmstat_numa(
+            "numa_hint_faults 15\nnuma_hint_faults_local 6\nnuma_pages_migrated 1\n",
+        );
+        let n = NumaReport {
+            sched: sched.clone(),
+            vmstat_delta: vmstat_delta(&before, &after),
+            notes: vec![],
+        };
+        assert_eq!(
+            numa_lines(&n),
+            "numa: preferred nid -1, faults 0 (0 on current node 0), pages migrated 0; \
+             vmstat: hint faults +5 (local +2), pages migrated ?\n"
+        );
+        let only_vmstat = NumaReport {
+            sched: Default::default(),
+            ..n.clone()
+        };
+        assert!(numa_lines(&only_vmstat).starts_with("numa vmstat: hint faults +5"));
+        let only_sched = NumaReport {
+            sched,
+            vmstat_delta: Default::default(),
+            notes: vec!["reading /proc/vmstat: Permission denied (os error 13)".into()],
+        };
+        assert_eq!(
+            numa_lines(&only_sched),
+            "numa: preferred nid -1, faults 0 (0 on current node 0), pages migrated 0\n\
+             numa statistics incomplete: reading /proc/vmstat: Permission denied (os error 13)\n"
+        );
+    }
 }
