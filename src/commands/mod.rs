@@ -26,7 +26,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let e = crate::sys::wait_at_gate_and_exec(&command);
             Err(crate::error::usage(format!(
                 "cannot run {:?}: {e}",
-                command.first().map(|c| c.to_string_lossy()).unwrap_or_default()
+                command
+                    .first()
+                    .map(|c| c.to_string_lossy())
+                    .unwrap_or_default()
             )))
         }
     }

@@ -24,7 +24,7 @@ fn parse_pids(list: &str) -> anyhow::Result<BTreeSet<u32>> {
 
 pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
     let has_cmd = !a.command.is_empty();
-    if (a.from.is_some() && has_cmd) || (a.pid.is_some() && has_cmd) {
+    if has_cmd && (a.from.is_some() || a.pid.is_some()) {
         return Err(usage(
             "trace either a command (`-- COMMAND...`), running tasks (--pid) or a file \
              (--from), not several",
@@ -149,14 +149,22 @@ fn live(
                 return Err(usage(format!("--pid: no task {p} is running")));
             }
         }
-        (None, format!("pid {}", a.pid.as_deref().unwrap_or_default()), pids)
+        (
+            None,
+            format!("pid {}", a.pid.as_deref().unwrap_or_default()),
+            pids,
+        )
     } else {
         let exe = std::env::current_exe().context("finding the numalab executable")?;
         let argv: Vec<std::ffi::OsString> = a.command.iter().map(Into::into).collect();
         let (child, gate) = crate::sys::spawn_gated(&exe, &argv, |_| {})
             .map_err(|e| usage(format!("cannot run {:?}: {e}", a.command[0])))?;
         let pid = child.id();
-        (Some((child, gate)), a.command.join(" "), BTreeSet::from([pid]))
+        (
+            Some((child, gate)),
+            a.command.join(" "),
+            BTreeSet::from([pid]),
+        )
     };
     let mut tracer = match Tracer::start(&tfs, &mut guard, pids, spec) {
         Ok(t) => t,

@@ -201,8 +201,14 @@ fn dl980_fixture_distances_and_swaps() {
         BTreeMap::from([(12, 1), (19, 1)])
     );
     // Task 10's memory is on node 2: the swap took it away from it.
-    assert_eq!((a.migrations.from_mem_node, a.migrations.to_mem_node), (1, 0));
-    assert_eq!((b.migrations.from_mem_node, b.migrations.to_mem_node), (1, 0));
+    assert_eq!(
+        (a.migrations.from_mem_node, a.migrations.to_mem_node),
+        (1, 0)
+    );
+    assert_eq!(
+        (b.migrations.from_mem_node, b.migrations.to_mem_node),
+        (1, 0)
+    );
     assert_eq!(a.residency.node_ns[&2], 1_100);
     assert_eq!(a.residency.node_ns[&5], 2_100 - 1_300);
     assert_eq!(a.residency.most_node, Some(2));

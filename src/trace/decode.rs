@@ -190,12 +190,20 @@ mod tests {
         let mig = fmt(
             "sched_migrate_task",
             300,
-            &[("pid", 24, 4, true), ("orig_cpu", 32, 4, true), ("dest_cpu", 36, 4, true)],
+            &[
+                ("pid", 24, 4, true),
+                ("orig_cpu", 32, 4, true),
+                ("dest_cpu", 36, 4, true),
+            ],
         );
         let sw = fmt(
             "sched_switch",
             372,
-            &[("prev_pid", 24, 4, true), ("prev_state", 32, 8, true), ("next_pid", 56, 4, true)],
+            &[
+                ("prev_pid", 24, 4, true),
+                ("prev_state", 32, 8, true),
+                ("next_pid", 56, 4, true),
+            ],
         );
         let stick_old = fmt(
             "sched_stick_numa",
@@ -221,7 +229,11 @@ mod tests {
             Event {
                 ts_ns: 9,
                 cpu: 2,
-                kind: Kind::Migrate { pid: 77, orig_cpu: 3, dest_cpu: 1 }
+                kind: Kind::Migrate {
+                    pid: 77,
+                    orig_cpu: 3,
+                    dest_cpu: 1
+                }
             }
         );
 
@@ -233,7 +245,11 @@ mod tests {
         let e = d.decode(1, &RawRecord { ts_ns: 1, data: &r }).unwrap();
         assert_eq!(
             e.kind,
-            Kind::Switch { prev_pid: 77, prev_runnable: true, next_pid: 5 }
+            Kind::Switch {
+                prev_pid: 77,
+                prev_runnable: true,
+                next_pid: 5
+            }
         );
 
         let mut r = vec![0u8; 36];
@@ -241,7 +257,14 @@ mod tests {
         put(&mut r, 8, &77i32.to_ne_bytes());
         put(&mut r, 28, &(-1i32).to_ne_bytes());
         let e = d.decode(0, &RawRecord { ts_ns: 1, data: &r }).unwrap();
-        assert!(matches!(e.kind, Kind::StickNuma { pid: 77, dst_cpu: -1, .. }));
+        assert!(matches!(
+            e.kind,
+            Kind::StickNuma {
+                pid: 77,
+                dst_cpu: -1,
+                ..
+            }
+        ));
 
         put(&mut r, 0, &999u16.to_ne_bytes());
         assert!(d.decode(0, &RawRecord { ts_ns: 1, data: &r }).is_none());
@@ -254,6 +277,9 @@ mod tests {
     fn missing_field_is_named() {
         let bad = fmt("sched_migrate_task", 1, &[("pid", 8, 4, true)]);
         let e = Decoder::new(&[bad]).unwrap_err();
-        assert!(e.contains("sched_migrate_task") && e.contains("orig_cpu"), "{e}");
+        assert!(
+            e.contains("sched_migrate_task") && e.contains("orig_cpu"),
+            "{e}"
+        );
     }
 }

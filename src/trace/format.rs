@@ -224,7 +224,10 @@ print fmt: \"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->p
         let text = MIGRATE_FORMAT.replace("offset:32;", "offset:x;");
         let e = EventFormat::parse(&text, "events/sched/sched_migrate_task/format").unwrap_err();
         let m = e.to_string();
-        assert!(m.contains("sched_migrate_task/format") && m.contains("orig_cpu"), "{m}");
+        assert!(
+            m.contains("sched_migrate_task/format") && m.contains("orig_cpu"),
+            "{m}"
+        );
         assert!(EventFormat::parse("ID: 3\n", "p").is_err());
     }
 

@@ -223,7 +223,10 @@ mod tests {
         assert_eq!(decode_page(&HDR, &page).unwrap(), Page::default());
         let mut page = PageBuilder::new(0).record(1, &[0; 8], false).finish(false);
         page[8..16].copy_from_slice(&5000u64.to_ne_bytes());
-        assert!(decode_page(&HDR, &page).unwrap_err().0.contains("past the page"));
+        assert!(decode_page(&HDR, &page)
+            .unwrap_err()
+            .0
+            .contains("past the page"));
         // A record claiming more bytes than the commit holds.
         let mut page = PageBuilder::new(0).record(1, &[0; 8], false).finish(false);
         page[16..20].copy_from_slice(&(20u32).to_ne_bytes()); // type_len 20 = 80 bytes

@@ -75,7 +75,11 @@ fn task(out: &mut String, t: &TaskTrace, rec: &TraceRecord) {
     if t.migrations.total > 0 {
         let _ = writeln!(out, "  causes: {}", causes_line(&t.causes));
         if t.migrations.cross_node > 0 {
-            let _ = writeln!(out, "  cross-node causes: {}", causes_line(&t.cross_node_causes));
+            let _ = writeln!(
+                out,
+                "  cross-node causes: {}",
+                causes_line(&t.cross_node_causes)
+            );
         }
     }
     let n = &t.numa;
@@ -136,7 +140,10 @@ pub fn summary(rec: &TraceRecord) -> String {
         secs,
         rec.events,
         if rec.lost_events > 0 {
-            format!(", {} LOST (buffer full: raise --buffer-kb)", rec.lost_events)
+            format!(
+                ", {} LOST (buffer full: raise --buffer-kb)",
+                rec.lost_events
+            )
         } else {
             ", none lost".to_string()
         }

@@ -32,6 +32,25 @@ pub struct Tracefs {
 
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
+/// Reads a tracefs file with one large buffer. Some tracefs files
+/// (`events/header_page` among them) are generated on every read() and
+/// answer a short first read (std's `read_to_string` probes with 32 bytes)
+/// with the first bytes and then end-of-file.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(out).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The tracefs mount point listed in a /proc/mounts text, if any.
 pub fn find_in_mounts(mounts: &str) -> Option<PathBuf> {
     let mut debugfs = None;
@@ -57,7 +76,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -99,7 +121,7 @@ impl Tracefs {
             }
         };
         let probe = tfs.root.join("events/sched/sched_switch/format");
-        if let Err(e) = std::fs::read_to_string(&probe) {
+        if let Err(e) = read_text(&probe) {
             return Err(usage(format!(
                 "cannot read {}: {e}: tracing needs root (or CAP_SYS_ADMIN, or a tracefs \
                  mounted readable for this user, e.g. `mount -o remount,mode=755 {}`)",
@@ -113,7 +135,7 @@ impl Tracefs {
     /// The format of `sched/NAME`, `None` when this kernel lacks the event.
     pub fn format(&self, name: &str) -> anyhow::Result<Option<EventFormat>> {
         let p = self.root.join("events/sched").join(name).join("format");
-        match std::fs::read_to_string(&p) {
+        match read_text(&p) {
             Ok(t) => Ok(Some(EventFormat::parse(&t, &p.display().to_string())?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
@@ -180,7 +202,7 @@ impl Instance {
     ) -> anyhow::Result<Instance> {
         let hp = tfs.root.join("events/header_page");
         let header = PageHeader::parse(
-            &std::fs::read_to_string(&hp).with_context(|| format!("reading {}", hp.display()))?,
+            &read_text(&hp).with_context(|| format!("reading {}", hp.display()))?,
             &hp.display().to_string(),
         )?;
         let mut formats = Vec::new();
@@ -272,7 +294,11 @@ impl Instance {
                         if page.missed_events {
                             self.missed_pages += 1;
                         }
-                        out.extend(page.records.iter().filter_map(|r| self.decoder.decode(*cpu, r)));
+                        out.extend(
+                            page.records
+                                .iter()
+                                .filter_map(|r| self.decoder.decode(*cpu, r)),
+                        );
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -290,7 +316,7 @@ impl Instance {
         self.readers
             .iter()
             .filter_map(|(cpu, _)| {
-                std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()
+                read_text(&self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()
             })
             .map(|s| {
                 s.lines()
