@@ -307,6 +307,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
+    /// Trace every sample with the kernel's scheduler events (as `numalab
+    /// trace` does): records carry each sample's migrations by level and
+    /// cause and its time per node; the report adds the per-row breakdown
+    /// and how migrations correlate with time.
+    #[arg(long)]
+    pub trace: bool,
+
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
     #[arg(long, value_name = "NUMBER[:LAYOUT]")]
     pub pnid_prctl: Option<String>,

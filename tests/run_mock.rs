@@ -3,7 +3,7 @@
 //! journal are restored after every stop, a torn record line is dropped, and
 //! reports rebuild from records alone.
 
-use numalab::experiment::backend::{Backend, Capabilities};
+use numalab::experiment::backend::{Backend, Capabilities, Sampled};
 use numalab::experiment::record::{self};
 use numalab::experiment::spec::{ExperimentSpec, Row};
 use numalab::experiment::state::{Guard, Journal};
@@ -47,7 +47,8 @@ impl Backend for Mock {
         row: &Row,
         _: &ExperimentSpec,
         stop: &AtomicBool,
-    ) -> anyhow::Result<(ProbeRecord, u64)> {
+        _: &mut Guard,
+    ) -> anyhow::Result<Sampled> {
         self.calls += 1;
         if self.calls >= self.stop_after {
             stop.store(true, Ordering::Relaxed);
@@ -55,7 +56,11 @@ impl Backend for Mock {
         let mut r = self.template.clone();
         r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
         let wall = r.timing.total_ns + 1000;
-        Ok((r, wall))
+        Ok(Sampled {
+            probe: r,
+            wall_ns: wall,
+            trace: None,
+        })
     }
 }
 

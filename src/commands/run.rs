@@ -75,6 +75,9 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = a.counts {
         spec.probe.counts = v;
     }
+    if a.trace {
+        spec.trace = true;
+    }
     if let Some(v) = a.seed {
         spec.seed = v;
     }
@@ -107,12 +110,20 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     state::refuse_if_unfinished(&journal)?;
     let pnid_prctl = a.pnid_prctl.clone();
     let mut backend = Host::new(&topo, spec.load, pnid_prctl)?;
+    let mut guard = Guard::new(journal, &dir);
+    if spec.trace {
+        // Before any work: tracing must be possible (root, tracefs).
+        let g = &mut guard;
+        backend.enable_trace(
+            crate::trace::tracefs::Tracefs::locate(|at| g.mounted_tracefs(at))?,
+            &topo,
+        );
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    let mut guard = Guard::new(journal, &dir);
     let debugfs_mounted = Path::new(state::MIGRATION_COST).exists()
         || Path::new(&format!("{}/sched", state::DEBUGFS)).exists();
     if !spec.migration_cost_ns.is_empty()

@@ -9,6 +9,9 @@ use super::state::{self, Guard};
 use crate::load::{Load, LoadSpec};
 use crate::probe::record::ProbeRecord;
 use crate::topology::Topology;
+use crate::trace::live::{LiveSpec, Tracer, DEFAULT_BUFFER_KB};
+use crate::trace::record::SampleTrace;
+use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -31,14 +34,25 @@ pub trait Backend {
     fn capabilities(&self) -> Capabilities;
     /// Sets the row's knobs (journaled in `guard`).
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()>;
-    /// Runs one sample; returns the probe record and its wall time. When
-    /// `stop` turns true it abandons the sample and returns [`Interrupted`].
+    /// Runs one sample. When `stop` turns true it abandons the sample and
+    /// returns [`Interrupted`]. State it changes is journaled in `guard`.
     fn sample(
         &mut self,
         row: &Row,
         spec: &ExperimentSpec,
         stop: &AtomicBool,
-    ) -> anyhow::Result<(ProbeRecord, u64)>;
+        guard: &mut Guard,
+    ) -> anyhow::Result<Sampled>;
+}
+
+/// One sample's results.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    pub probe: ProbeRecord,
+    /// The probe process's wall time, start to exit.
+    pub wall_ns: u64,
+    /// The kernel's trace of the probe, when the spec asks for it.
+    pub trace: Option<SampleTrace>,
 }
 
 /// A sample abandoned because a signal asked the run to stop.
@@ -98,6 +112,7 @@ pub struct Host {
     exe: std::path::PathBuf,
     load_spec: LoadSpec,
     pnid_prctl: Option<String>,
+    trace: Option<(Tracefs, LiveSpec, Topology)>,
 }
 
 impl Host {
@@ -114,7 +129,19 @@ impl Host {
                 period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
             },
             pnid_prctl,
+            trace: None,
         })
+    }
+
+    /// Traces every sample through `tfs` (`run --trace`).
+    pub fn enable_trace(&mut self, tfs: Tracefs, topo: &Topology) {
+        let spec = LiveSpec {
+            buffer_kb: DEFAULT_BUFFER_KB,
+            follow_forks: false,
+            pages_every: None,
+            cpus: topo.online_cpus().iter().collect(),
+        };
+        self.trace = Some((tfs, spec, topo.clone()));
     }
 
     fn probe_args(&self, row: &Row, spec: &ExperimentSpec) -> Vec<String> {
@@ -195,7 +222,8 @@ impl Backend for Host {
         row: &Row,
         spec: &ExperimentSpec,
         stop: &AtomicBool,
-    ) -> anyhow::Result<(ProbeRecord, u64)> {
+        guard: &mut Guard,
+    ) -> anyhow::Result<Sampled> {
         let load = if spec.load > 0.0 {
             Some(Load::start(&self.load_spec).context("starting the background load")?)
         } else {
@@ -206,28 +234,77 @@ impl Backend for Host {
         let out_path =
             std::env::temp_dir().join(format!("numalab-probe-{}.json", crate::sys::pid()));
         let out = std::fs::File::create(&out_path).context("creating the probe's output file")?;
+        let args = self.probe_args(row, spec);
         let started = Instant::now();
-        let mut child = crate::sys::spawn_dying_with_parent(
-            std::process::Command::new(&self.exe)
-                .args(self.probe_args(row, spec))
-                .stdout(out)
-                .stderr(std::process::Stdio::piped()),
-        )
-        .context("starting the probe")?;
+        // Traced: the probe waits at a gate until the tracer watches its pid.
+        let (mut child, mut tracer) = match &self.trace {
+            Some((tfs, live, _)) => {
+                let mut argv: Vec<std::ffi::OsString> = vec![self.exe.clone().into()];
+                argv.extend(args.iter().map(Into::into));
+                let (child, gate) = crate::sys::spawn_gated(&self.exe, &argv, |c| {
+                    c.stdout(out).stderr(std::process::Stdio::piped());
+                })
+                .context("starting the probe")?;
+                let pids = std::collections::BTreeSet::from([child.id()]);
+                let t = Tracer::start(tfs, guard, pids, live.clone());
+                let t = match t {
+                    Ok(t) => t,
+                    Err(e) => {
+                        drop(gate);
+                        let mut child = child;
+                        let _ = child.wait();
+                        return Err(e);
+                    }
+                };
+                gate.open().context("releasing the probe")?;
+                (child, Some(t))
+            }
+            None => (
+                crate::sys::spawn_dying_with_parent(
+                    std::process::Command::new(&self.exe)
+                        .args(&args)
+                        .stdout(out)
+                        .stderr(std::process::Stdio::piped()),
+                )
+                .context("starting the probe")?,
+                None,
+            ),
+        };
+        let mut last_poll = Instant::now();
         let status = loop {
             if stop.load(Ordering::Relaxed) {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = std::fs::remove_file(&out_path);
+                if let Some(t) = tracer.take() {
+                    let dir = t.dir().to_path_buf();
+                    let _ = t.finish();
+                    guard.tracefs_instance_removed(&dir)?;
+                }
                 return Err(Interrupted.into());
             }
             if let Some(st) = child.try_wait()? {
                 break st;
             }
+            if let Some(t) = &mut tracer {
+                if last_poll.elapsed() >= Duration::from_millis(100) {
+                    t.poll()?;
+                    last_poll = Instant::now();
+                }
+            }
             std::thread::sleep(Duration::from_millis(1));
         };
         let wall_ns = started.elapsed().as_nanos() as u64;
         drop(load);
+        let captured = match tracer {
+            Some(t) => {
+                let dir = t.dir().to_path_buf();
+                let c = t.finish()?;
+                guard.tracefs_instance_removed(&dir)?;
+                Some(c)
+            }
+            None => None,
+        };
         let stdout = std::fs::read(&out_path).context("reading the probe's record")?;
         let _ = std::fs::remove_file(&out_path);
         if !status.success() {
@@ -244,6 +321,14 @@ impl Backend for Host {
         }
         let rec: ProbeRecord =
             serde_json::from_slice(&stdout).context("parsing the probe's record")?;
-        Ok((rec, wall_ns))
+        let trace = match (captured, &self.trace) {
+            (Some(c), Some((_, _, topo))) => Some(SampleTrace::from_capture(topo, &c, &rec)),
+            _ => None,
+        };
+        Ok(Sampled {
+            probe: rec,
+            wall_ns,
+            trace,
+        })
     }
 }

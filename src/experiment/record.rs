@@ -47,6 +47,9 @@ pub struct SampleRecord {
     /// The probe process's wall time, start to exit.
     pub wall_ns: u64,
     pub probe: ProbeRecord,
+    /// The kernel's trace of the probe (`run --trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::record::SampleTrace>,
 }
 
 pub fn meta_path(dir: &Path) -> PathBuf {

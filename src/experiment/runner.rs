@@ -1,7 +1,7 @@
 //! Running (or resuming) an experiment: plan, knobs, samples, records,
 //! reports, progress.
 
-use super::backend::{skip_reason, Backend, Interrupted};
+use super::backend::{skip_reason, Backend, Interrupted, Sampled};
 use super::plan;
 use super::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use super::spec::ExperimentSpec;
@@ -141,7 +141,11 @@ pub fn execute(
             );
         }
         backend.prepare(&row, guard)?;
-        let (probe, wall_ns) = match backend.sample(&row, &meta.spec, stop) {
+        let Sampled {
+            probe,
+            wall_ns,
+            trace,
+        } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
             Err(e) => return Err(e),
@@ -159,6 +163,7 @@ pub fn execute(
             migration_cost_ns: row.migration_cost_ns,
             wall_ns,
             probe,
+            trace,
         };
         record::append_sample(dir, &rec)?;
         samples.push(rec);

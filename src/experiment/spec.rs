@@ -78,6 +78,8 @@ pub struct ExperimentSpec {
     /// CPU values: "A", "B", "F" or node numbers.
     pub cpu: Vec<String>,
     pub probe: ProbeParams,
+    /// Trace every sample with the kernel's scheduler events (`run --trace`).
+    pub trace: bool,
 }
 
 impl Default for ExperimentSpec {
@@ -98,6 +100,7 @@ impl Default for ExperimentSpec {
             mem: vec!["A".into(), "B".into(), "F".into()],
             cpu: vec!["A".into(), "B".into(), "F".into()],
             probe: ProbeParams::default(),
+            trace: false,
         }
     }
 }

@@ -193,6 +193,17 @@ impl Guard {
         Ok(())
     }
 
+    /// Drops a removed tracing instance from the journal.
+    pub fn tracefs_instance_removed(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let d = dir.display().to_string();
+        let before = self.journal.tracefs_instances.len();
+        self.journal.tracefs_instances.retain(|x| *x != d);
+        if self.journal.tracefs_instances.len() != before {
+            self.journal.write(&self.path)?;
+        }
+        Ok(())
+    }
+
     /// Journals a tracefs mount about to be made.
     pub fn mounted_tracefs(&mut self, at: &str) -> anyhow::Result<()> {
         self.journal.mounted_tracefs = Some(at.to_string());

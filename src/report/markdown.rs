@@ -50,5 +50,11 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
             notes
         );
     }
+    let traced = super::traced::render_text(stats, samples);
+    if !traced.is_empty() {
+        out.push_str("\n## Traced migrations\n\n```text");
+        out.push_str(&traced);
+        out.push_str("```\n");
+    }
     out
 }

@@ -12,6 +12,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod text;
+pub mod traced;
 
 use crate::experiment::record::{self, RunMeta, SampleRecord};
 use crate::experiment::spec::Row;
@@ -41,6 +42,8 @@ pub struct RowStats {
     pub on_mem_node_pct_mean: Option<f64>,
     pub noisy: bool,
     pub placement_mismatches: usize,
+    /// The kernel-traced breakdown (`run --trace`).
+    pub traced: Option<traced::TracedRow>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -80,6 +83,7 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                     .iter()
                     .filter(|s| !s.probe.placement.matches_request)
                     .count(),
+                traced: traced::traced_row(&mine),
                 row: row.clone(),
             }
         })

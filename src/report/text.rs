@@ -88,5 +88,6 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
             flags.join(" ")
         );
     }
+    out.push_str(&super::traced::render_text(stats, samples));
     out
 }

@@ -159,6 +159,30 @@ pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
+/// Pearson's r with its two-sided p-value for "no correlation":
+/// t = r·√((n−2)/(1−r²)) has Student's t distribution with n−2 degrees of
+/// freedom when the true correlation is 0 (normal data).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Correlation {
+    pub r: f64,
+    pub n: usize,
+    pub p: f64,
+}
+
+/// [`pearson`] with its p-value; `None` under 3 pairs or with a constant.
+pub fn correlation(x: &[f64], y: &[f64]) -> Option<Correlation> {
+    let r = pearson(x, y)?;
+    let n = x.len().min(y.len());
+    let df = (n - 2) as f64;
+    let p = if r.abs() >= 1.0 {
+        0.0
+    } else {
+        let t = r * (df / (1.0 - r * r)).sqrt();
+        (2.0 * (1.0 - t_cdf(t.abs(), df))).clamp(0.0, 1.0)
+    };
+    Some(Correlation { r, n, p })
+}
+
 /// CDF of Student's t with `df` degrees of freedom.
 pub fn t_cdf(t: f64, df: f64) -> f64 {
     let x = df / (df + t * t);
@@ -267,6 +291,20 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn correlation_p_values() {
+        // x = 1..10, y = pairs swapped: r = 31/33, t = 7.75 with 8 df;
+        // two-sided p = 5.484e-5 (Simpson's rule on the t density).
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        let y = [2.0, 1.0, 4.0, 3.0, 6.0, 5.0, 8.0, 7.0, 10.0, 9.0];
+        let c = correlation(&x, &y).unwrap();
+        assert!((c.r - 31.0 / 33.0).abs() < 1e-12);
+        assert!((c.p - 5.484053e-5).abs() < 1e-9, "{c:?}");
+        assert_eq!(c.n, 10);
+        assert!(correlation(&[1.0, 2.0], &[1.0, 2.0]).is_none());
+        assert!(correlation(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).is_none());
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

@@ -81,6 +81,11 @@ impl Tracer {
         Ok(t)
     }
 
+    /// The instance's directory (journaled by the caller).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.inst.dir
+    }
+
     /// The traced pids so far.
     pub fn pids(&self) -> &BTreeSet<u32> {
         &self.pids

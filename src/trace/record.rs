@@ -38,3 +38,25 @@ pub struct SampleTrace {
     pub lost_events: u64,
     pub missing_events: Vec<String>,
 }
+
+impl SampleTrace {
+    /// Analyses a probe's capture: its memory node is where its pages were
+    /// after warm-up, and the window is the probe's whole life.
+    pub fn from_capture(
+        topo: &crate::topology::Topology,
+        cap: &super::live::Captured,
+        probe: &crate::probe::record::ProbeRecord,
+    ) -> SampleTrace {
+        let mem = probe.placement.mem_node;
+        let mut tasks =
+            super::analyze::analyze(topo, &cap.events, &cap.pids, false, cap.window, &|_| mem);
+        let mut task = tasks.pop().unwrap_or_default();
+        task.moves.clear();
+        SampleTrace {
+            task,
+            events: cap.events.len() as u64,
+            lost_events: cap.lost_events,
+            missing_events: cap.missing_events.clone(),
+        }
+    }
+}

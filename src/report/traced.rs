@@ -1,0 +1,163 @@
+//! What `run --trace` adds to a report: per row, the kernel-traced
+//! migrations broken down as the RFC's author did by hand (same-core /
+//! same-LLC / same-node / cross-node, to / from the memory's node) plus
+//! their causes, and how each sample's cross-node migrations and time away
+//! from the memory's node correlate with its time ([`crate::stats::correlation`]:
+//! Pearson's r with its two-sided p-value), per row and over all samples.
+
+use crate::experiment::record::SampleRecord;
+use crate::stats::{correlation, Correlation};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Means per sample of a row's traced samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct TracedRow {
+    pub n: usize,
+    pub moves: f64,
+    pub same_core: f64,
+    pub same_llc: f64,
+    pub same_node: f64,
+    pub cross_node: f64,
+    pub to_mem_node: f64,
+    pub from_mem_node: f64,
+    /// Cross-node moves by cause.
+    pub cross_numa_balancing: f64,
+    pub cross_wakeup: f64,
+    pub cross_load_balance: f64,
+    /// Percent of on-CPU time away from the memory's node.
+    pub away_pct: Option<f64>,
+    pub lost_events: u64,
+    /// Cross-node moves vs time, and time away vs time.
+    pub r_cross_time: Option<Correlation>,
+    pub r_away_time: Option<Correlation>,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+fn time_s(s: &SampleRecord) -> f64 {
+    s.probe.timing.total_ns as f64 / 1e9
+}
+
+fn away(s: &SampleRecord) -> Option<f64> {
+    s.trace
+        .as_ref()?
+        .task
+        .residency
+        .on_mem_node_pct
+        .map(|p| 100.0 - p)
+}
+
+/// (cross-node vs time, away vs time) over `samples` that have a trace.
+pub fn correlations(samples: &[&SampleRecord]) -> (Option<Correlation>, Option<Correlation>) {
+    let traced: Vec<&&SampleRecord> = samples.iter().filter(|s| s.trace.is_some()).collect();
+    let cross: Vec<f64> = traced
+        .iter()
+        .map(|s| s.trace.as_ref().unwrap().task.migrations.cross_node as f64)
+        .collect();
+    let t: Vec<f64> = traced.iter().map(|s| time_s(s)).collect();
+    let (aw, ta): (Vec<f64>, Vec<f64>) = traced
+        .iter()
+        .filter_map(|s| Some((away(s)?, time_s(s))))
+        .unzip();
+    (correlation(&cross, &t), correlation(&aw, &ta))
+}
+
+/// The traced breakdown of one row's samples; `None` when none is traced.
+pub fn traced_row(samples: &[&SampleRecord]) -> Option<TracedRow> {
+    let tr: Vec<&crate::trace::record::SampleTrace> =
+        samples.iter().filter_map(|s| s.trace.as_ref()).collect();
+    if tr.is_empty() {
+        return None;
+    }
+    let m = |f: fn(&crate::trace::record::SampleTrace) -> u64| mean(tr.iter().map(|t| f(t) as f64));
+    let aw: Vec<f64> = samples.iter().filter_map(|s| away(s)).collect();
+    let (r_cross_time, r_away_time) = correlations(samples);
+    Some(TracedRow {
+        n: tr.len(),
+        moves: m(|t| t.task.migrations.total),
+        same_core: m(|t| t.task.migrations.same_core),
+        same_llc: m(|t| t.task.migrations.same_llc),
+        same_node: m(|t| t.task.migrations.same_node),
+        cross_node: m(|t| t.task.migrations.cross_node),
+        to_mem_node: m(|t| t.task.migrations.to_mem_node),
+        from_mem_node: m(|t| t.task.migrations.from_mem_node),
+        cross_numa_balancing: m(|t| t.task.cross_node_causes.numa_balancing),
+        cross_wakeup: m(|t| t.task.cross_node_causes.wakeup),
+        cross_load_balance: m(|t| t.task.cross_node_causes.load_balance),
+        away_pct: (!aw.is_empty()).then(|| mean(aw.into_iter())),
+        lost_events: tr.iter().map(|t| t.lost_events).sum(),
+        r_cross_time,
+        r_away_time,
+    })
+}
+
+fn fmt_r(c: &Option<Correlation>) -> String {
+    match c {
+        Some(c) if c.p < 0.001 => format!("{:+.2} (p<0.001)", c.r),
+        Some(c) => format!("{:+.2} (p {:.3})", c.r, c.p),
+        None => "-".into(),
+    }
+}
+
+/// The traced section of the text report, or nothing without traces.
+pub fn render_text(stats: &[super::RowStats], samples: &[SampleRecord]) -> String {
+    let rows: Vec<(&super::RowStats, &TracedRow)> = stats
+        .iter()
+        .filter_map(|s| Some((s, s.traced.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nTraced migrations per sample (kernel sched_migrate_task; cross-node by cause: \
+         load balance / wake-up / NUMA balancing)\n",
+    );
+    out.push_str(
+        "Row    n  moves  core   LLC  node xnode  to-mem from-mem  xLB/xWU/xNB      away  r(xnode,t)        r(away,t)\n",
+    );
+    out.push_str(&"-".repeat(110));
+    out.push('\n');
+    for (s, t) in rows {
+        let _ = writeln!(
+            out,
+            "[{:02}] {:>3} {:>6.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>7.1} {:>8.1}  {:>4.1}/{:.1}/{:.1} {:>8} {:>17} {:>16}{}",
+            s.row.id,
+            t.n,
+            t.moves,
+            t.same_core,
+            t.same_llc,
+            t.same_node,
+            t.cross_node,
+            t.to_mem_node,
+            t.from_mem_node,
+            t.cross_load_balance,
+            t.cross_wakeup,
+            t.cross_numa_balancing,
+            t.away_pct.map_or("-".into(), |a| format!("{a:.1}%")),
+            fmt_r(&t.r_cross_time),
+            fmt_r(&t.r_away_time),
+            if t.lost_events > 0 {
+                format!("  LOST {} events", t.lost_events)
+            } else {
+                String::new()
+            }
+        );
+    }
+    let all: Vec<&SampleRecord> = samples.iter().collect();
+    let (c, a) = correlations(&all);
+    let _ = writeln!(
+        out,
+        "all samples: r(cross-node moves, time) {}; r(time away from memory's node, time) {}",
+        fmt_r(&c),
+        fmt_r(&a)
+    );
+    out
+}
