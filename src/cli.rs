@@ -53,6 +53,15 @@ pub enum Command {
     /// tracing state is never touched.
     Trace(TraceArgs),
 
+    /// Run N copies of the probe at once (the node-affine scheduler
+    /// document's multi-job test) and print, per job, the % of its time on
+    /// each node, the max, the node it ran most on vs the one it started on,
+    /// and its user time; then the average user time.
+    ///
+    /// Probe placement options go after `--`, e.g.
+    /// `numalab jobs 8 -- --membind 0`.
+    Jobs(JobsArgs),
+
     /// Internal: wait for numalab's tracer, then exec COMMAND.
     #[command(name = "__gate", hide = true)]
     Gate {
@@ -111,6 +120,53 @@ pub struct TraceArgs {
     /// The command to trace, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// How many probes to run at once (may exceed the CPUs: the document
+    /// ran 24 on 16).
+    #[arg(required_unless_present = "from")]
+    pub n: Option<u32>,
+
+    /// Access pattern of every probe (default: the document's a[ix[i]] += b[i]).
+    #[arg(long, value_enum, default_value = "gather-add")]
+    pub pattern: crate::probe::Pattern,
+
+    /// Buffer size of every probe.
+    #[arg(long, default_value = "32M")]
+    pub size: String,
+
+    /// Outer iterations of every probe.
+    #[arg(long, default_value_t = 5)]
+    pub counts: u32,
+
+    /// Background load percent on every CPU while the jobs run (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    pub load: f64,
+
+    /// Do not trace: time per node comes from each probe's own sampling.
+    #[arg(long)]
+    pub no_trace: bool,
+
+    /// Trace buffer per CPU, in kB.
+    #[arg(long, value_name = "KB", default_value_t = crate::trace::live::DEFAULT_BUFFER_KB)]
+    pub buffer_kb: u32,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::Format,
+
+    /// Also write the JSON record here.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Render a saved record (from --out) instead of running.
+    #[arg(long, value_name = "FILE", conflicts_with = "n")]
+    pub from: Option<PathBuf>,
+
+    /// More `numalab probe` options for every job (placement), after `--`.
+    #[arg(last = true, value_name = "PROBE-ARGS")]
+    pub probe_args: Vec<String>,
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod error;
 pub mod experiment;
 pub mod idset;
+pub mod jobs;
 pub mod load;
 pub mod probe;
 pub mod report;

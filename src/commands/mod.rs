@@ -2,6 +2,7 @@
 //! the terminal. Errors carry context (`anyhow`); `crate::error` maps them
 //! to exit codes.
 
+pub mod jobs;
 pub mod load;
 pub mod probe;
 pub mod report;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(&cli.sysfs_root, &args),
         Command::Report(args) => report::run(&args),
         Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
+        Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(),
         Command::Gate { command } => {
             let e = crate::sys::wait_at_gate_and_exec(&command);

@@ -292,3 +292,50 @@ pub fn signal(pid: i32, sig: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// A child's exit status and CPU times, from wait4(2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reaped {
+    /// The raw wait status (`WIFEXITED`...).
+    pub status: i32,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+}
+
+impl Reaped {
+    /// Exit code 0.
+    pub fn success(&self) -> bool {
+        libc::WIFEXITED(self.status) && libc::WEXITSTATUS(self.status) == 0
+    }
+    /// "exit 3" or "signal 9".
+    pub fn describe(&self) -> String {
+        if libc::WIFEXITED(self.status) {
+            format!("exit {}", libc::WEXITSTATUS(self.status))
+        } else if libc::WIFSIGNALED(self.status) {
+            format!("signal {}", libc::WTERMSIG(self.status))
+        } else {
+            format!("status {:#x}", self.status)
+        }
+    }
+}
+
+/// Reaps child `pid` if it has ended (WNOHANG), with its CPU times.
+pub fn try_reap(pid: i32) -> io::Result<Option<Reaped>> {
+    let mut status = 0i32;
+    // SAFETY: rusage is plain data; zeroed is a valid value for it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the call's duration.
+    let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+    match rc {
+        0 => Ok(None),
+        r if r == pid => {
+            let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+            Ok(Some(Reaped {
+                status,
+                user_ns: ns(ru.ru_utime),
+                sys_ns: ns(ru.ru_stime),
+            }))
+        }
+        _ => Err(io::Error::last_os_error()),
+    }
+}

@@ -1,0 +1,112 @@
+//! `numalab jobs`: check the arguments, run the jobs (or read a saved
+//! record), print the table.
+
+use crate::cli::{Cli, Command, JobsArgs};
+use crate::error::usage;
+use crate::experiment::state::{self, Guard};
+use crate::jobs::{self, render, JobsRecord, JobsSpec};
+use crate::report::Format;
+use clap::Parser;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+fn print(rec: &JobsRecord, format: Format) {
+    print!(
+        "{}",
+        match format {
+            Format::Text => render::text(rec),
+            Format::Markdown => render::markdown(rec),
+            Format::Csv => render::csv(rec),
+            Format::Json => render::json(rec),
+        }
+    );
+}
+
+pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
+    if let Some(path) = &a.from {
+        print(&jobs::read_record(path)?, a.format);
+        return Ok(());
+    }
+    let n = a.n.unwrap_or(0);
+    if n == 0 || n > 1024 {
+        return Err(usage(format!("N must be between 1 and 1024, got {n}")));
+    }
+    if !(0.0..=100.0).contains(&a.load) {
+        return Err(usage(format!("--load must be 0-100, got {}", a.load)));
+    }
+    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let mut probe_args = vec![
+        "--pattern".to_string(),
+        a.pattern.name().to_string(),
+        "--size".into(),
+        a.size.clone(),
+        "--counts".into(),
+        a.counts.to_string(),
+    ];
+    probe_args.extend(a.probe_args.iter().cloned());
+    // Every probe option is checked here, before anything starts.
+    let mut argv = vec!["numalab".to_string(), "probe".into()];
+    argv.extend(probe_args.iter().cloned());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.trim().trim_start_matches("error: ");
+        usage(format!("probe options for the jobs: {msg}"))
+    })?;
+    let Command::Probe(pa) = cli.command else {
+        unreachable!("parsed as the probe subcommand")
+    };
+    if pa.json {
+        return Err(usage("--json is not a job option; use --format json"));
+    }
+    let spec = super::probe::spec_from_args(&pa, &topo)?;
+    crate::probe::validate(&spec, &topo)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));
+    let tracefs = if a.no_trace {
+        None
+    } else {
+        let g = &mut guard;
+        Some(
+            crate::trace::tracefs::Tracefs::locate(|at| g.mounted_tracefs(at)).map_err(|e| {
+                usage(format!(
+                    "{e:#}; or run with --no-trace (self-observed residency)"
+                ))
+            })?,
+        )
+    };
+    let jspec = JobsSpec {
+        n,
+        probe_args,
+        load: a.load,
+        tracefs,
+        buffer_kb: a.buffer_kb,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let rec = jobs::run(&topo, &jspec, &mut guard, &stop, |done, n, t| {
+        if tty {
+            eprint!("\r\x1b[Kjobs: {done}/{n} finished, {t:.1} s");
+        }
+    });
+    if tty {
+        eprintln!();
+    }
+    guard.restore()?;
+    let rec = match rec {
+        Ok(r) => r,
+        Err(e) if e.is::<crate::experiment::backend::Interrupted>() => {
+            anyhow::bail!("interrupted: every job killed, tracing state restored")
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(out) = &a.out {
+        crate::experiment::record::write_atomic(out, render::json(&rec).as_bytes())?;
+    }
+    print(&rec, a.format);
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! `numalab jobs`: the node-affine scheduler document's multi-job test.
+//!
+//! N copies of the probe start at the same instant (held at a gate until
+//! the tracer watches all of them), optionally under background load, and
+//! run to the end. The kernel's trace gives each job's share of on-CPU time
+//! per node, the node it ran on most and the node it started on; wait4(2)
+//! gives its user time. The document reported exactly this table (% time on
+//! each node, the max, most vs initial node, user time, average user time)
+//! to show whether tasks stay on the node that holds their memory.
+
+pub mod render;
+
+use crate::experiment::state::Guard;
+use crate::probe::record::ProbeRecord;
+use crate::topology::Topology;
+use crate::trace::analyze::{analyze, Causes, TaskTrace};
+use crate::trace::live::{LiveSpec, Tracer};
+use crate::trace::tracefs::Tracefs;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub const SCHEMA: &str = "numalab.jobs/1";
+
+/// One job's row of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// 1-based, as the document numbers them.
+    pub job: u32,
+    pub pid: u32,
+    /// Node -> percent of the job's on-CPU time.
+    pub node_pct: BTreeMap<u32, f64>,
+    pub max_pct: f64,
+    pub most_node: Option<u32>,
+    pub start_node: Option<u32>,
+    /// Where its memory is (the probe's read-back after warm-up).
+    pub mem_node: Option<u32>,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// The probe's timed loop.
+    pub loop_s: f64,
+    pub migrations: crate::analysis::MigrationCounts,
+    pub causes: Causes,
+    /// "kernel trace" or "self-observed" (no tracing).
+    pub residency_source: String,
+}
+
+/// The whole test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobsRecord {
+    pub schema: String,
+    pub numalab_version: String,
+    pub kernel: Option<String>,
+    pub topology_digest: String,
+    /// Node ids of the machine, for the table's columns.
+    pub nodes: Vec<u32>,
+    pub num_cpus: usize,
+    pub n: u32,
+    /// The arguments each probe ran with.
+    pub probe_args: Vec<String>,
+    pub load: f64,
+    pub elapsed_s: f64,
+    pub average_user_s: f64,
+    pub trace_events: u64,
+    pub lost_events: u64,
+    pub notes: Vec<String>,
+    pub jobs: Vec<Job>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct JobsSpec {
+    pub n: u32,
+    /// `probe` arguments (without `--json`).
+    pub probe_args: Vec<String>,
+    /// Background load percent on every CPU (0: none).
+    pub load: f64,
+    /// Trace with tracefs (else residency is the probes' self-observation).
+    pub tracefs: Option<Tracefs>,
+    pub buffer_kb: u32,
+}
+
+struct Running {
+    pid: i32,
+    out: std::path::PathBuf,
+    err: std::path::PathBuf,
+    reaped: Option<crate::sys::Reaped>,
+}
+
+/// Runs the jobs; `progress(done, n, elapsed)` after each poll.
+pub fn run(
+    topo: &Topology,
+    spec: &JobsSpec,
+    guard: &mut Guard,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(u32, u32, f64),
+) -> anyhow::Result<JobsRecord> {
+    let exe = std::env::current_exe().context("finding the numalab executable")?;
+    let load = if spec.load > 0.0 {
+        Some(crate::load::Load::start(&crate::load::LoadSpec {
+            percent: spec.load,
+            cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
+            period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
+        })?)
+    } else {
+        None
+    };
+    let tmp = tempdir()?;
+    let mut jobs = Vec::new();
+    let mut gates = Vec::new();
+    for j in 0..spec.n {
+        let out = tmp.join(format!("job{j}.json"));
+        let err = tmp.join(format!("job{j}.err"));
+        let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into(), "probe".into()];
+        argv.extend(spec.probe_args.iter().map(Into::into));
+        argv.push("--json".into());
+        let (o, e) = (std::fs::File::create(&out)?, std::fs::File::create(&err)?);
+        let (child, gate) = crate::sys::spawn_gated(&exe, &argv, |c| {
+            c.stdout(o).stderr(e);
+        })
+        .context("starting a job")?;
+        jobs.push(Running {
+            pid: child.id() as i32,
+            out,
+            err,
+            reaped: None,
+        });
+        gates.push(gate);
+    }
+    let pids: BTreeSet<u32> = jobs.iter().map(|j| j.pid as u32).collect();
+    let mut tracer = match &spec.tracefs {
+        Some(tfs) => Some(Tracer::start(
+            tfs,
+            guard,
+            pids.clone(),
+            LiveSpec {
+                buffer_kb: spec.buffer_kb,
+                follow_forks: false,
+                pages_every: None,
+                cpus: topo.online_cpus().iter().collect(),
+            },
+        )?),
+        None => None,
+    };
+    let started = Instant::now();
+    for g in gates {
+        g.open().context("releasing a job")?;
+    }
+    let kill_all = |jobs: &mut Vec<Running>| {
+        for j in jobs.iter().filter(|j| j.reaped.is_none()) {
+            let _ = crate::sys::signal(j.pid, libc::SIGKILL);
+        }
+        for j in jobs.iter_mut().filter(|j| j.reaped.is_none()) {
+            while let Ok(None) = crate::sys::try_reap(j.pid) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    };
+    loop {
+        let mut done = 0;
+        for j in jobs.iter_mut() {
+            if j.reaped.is_none() {
+                j.reaped = crate::sys::try_reap(j.pid)?;
+            }
+            done += u32::from(j.reaped.is_some());
+        }
+        progress(done, spec.n, started.elapsed().as_secs_f64());
+        if done == spec.n {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            kill_all(&mut jobs);
+            if let Some(t) = tracer.take() {
+                let dir = t.dir().to_path_buf();
+                let _ = t.finish();
+                guard.tracefs_instance_removed(&dir)?;
+            }
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(crate::experiment::backend::Interrupted.into());
+        }
+        if let Some(t) = &mut tracer {
+            t.poll()?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let elapsed_s = started.elapsed().as_secs_f64();
+    drop(load);
+    let captured = match tracer {
+        Some(t) => {
+            let dir = t.dir().to_path_buf();
+            let c = t.finish()?;
+            guard.tracefs_instance_removed(&dir)?;
+            Some(c)
+        }
+        None => None,
+    };
+    let mut records = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        let r = j.reaped.unwrap();
+        if !r.success() {
+            let err = std::fs::read_to_string(&j.err).unwrap_or_default();
+            let _ = std::fs::remove_dir_all(&tmp);
+            anyhow::bail!(
+                "job {} (pid {}) failed ({}): {}",
+                i + 1,
+                j.pid,
+                r.describe(),
+                err.trim()
+            );
+        }
+        let text = std::fs::read(&j.out)?;
+        let rec: ProbeRecord = serde_json::from_slice(&text)
+            .with_context(|| format!("parsing job {}'s record", i + 1))?;
+        records.push(rec);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let mut notes = Vec::new();
+    let traced: BTreeMap<u32, TaskTrace> = match &captured {
+        Some(c) => {
+            let mem: BTreeMap<u32, Option<u32>> = jobs
+                .iter()
+                .zip(&records)
+                .map(|(j, r)| (j.pid as u32, r.placement.mem_node))
+                .collect();
+            analyze(topo, &c.events, &pids, false, c.window, &|p| {
+                mem.get(&p).copied().flatten()
+            })
+            .into_iter()
+            .map(|t| (t.pid, t))
+            .collect()
+        }
+        None => {
+            notes.push(
+                "not traced (--no-trace): time per node is each probe's own sampled \
+                 observation of its timed loop"
+                    .into(),
+            );
+            BTreeMap::new()
+        }
+    };
+    if let Some(c) = &captured {
+        if c.lost_events > 0 {
+            notes.push(format!(
+                "the kernel dropped {} trace events: raise --buffer-kb",
+                c.lost_events
+            ));
+        }
+    }
+    let rows: Vec<Job> = jobs
+        .iter()
+        .zip(&records)
+        .enumerate()
+        .map(|(i, (j, rec))| {
+            let r = j.reaped.unwrap();
+            let (res, migrations, causes, source) = match traced.get(&(j.pid as u32)) {
+                Some(t) => (
+                    t.residency.clone(),
+                    t.migrations.clone(),
+                    t.causes,
+                    "kernel trace",
+                ),
+                None => (
+                    rec.residency.clone(),
+                    rec.migrations_whole.clone(),
+                    Causes::default(),
+                    "self-observed",
+                ),
+            };
+            Job {
+                job: i as u32 + 1,
+                pid: j.pid as u32,
+                max_pct: res.node_pct.values().copied().fold(0.0, f64::max),
+                node_pct: res.node_pct.clone(),
+                most_node: res.most_node,
+                start_node: res.start_node,
+                mem_node: rec.placement.mem_node,
+                user_s: r.user_ns as f64 / 1e9,
+                sys_s: r.sys_ns as f64 / 1e9,
+                loop_s: rec.timing.total_ns as f64 / 1e9,
+                migrations,
+                causes,
+                residency_source: source.into(),
+            }
+        })
+        .collect();
+    let average_user_s = rows.iter().map(|j| j.user_s).sum::<f64>() / rows.len().max(1) as f64;
+    Ok(JobsRecord {
+        schema: SCHEMA.into(),
+        numalab_version: env!("CARGO_PKG_VERSION").into(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        topology_digest: topo.digest(),
+        nodes: topo.node_ids().iter().collect(),
+        num_cpus: topo.online_cpus().len(),
+        n: spec.n,
+        probe_args: spec.probe_args.clone(),
+        load: spec.load,
+        elapsed_s,
+        average_user_s,
+        trace_events: captured.as_ref().map_or(0, |c| c.events.len() as u64),
+        lost_events: captured.as_ref().map_or(0, |c| c.lost_events),
+        notes,
+        jobs: rows,
+    })
+}
+
+fn tempdir() -> anyhow::Result<std::path::PathBuf> {
+    let d = std::env::temp_dir().join(format!("numalab-jobs-{}", crate::sys::pid()));
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// Reads a record written by `numalab jobs --out` (or `--format json`).
+pub fn read_record(path: &std::path::Path) -> anyhow::Result<JobsRecord> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::error::usage(format!("{}: {e}", path.display())))?;
+    let rec: JobsRecord = serde_json::from_str(&text).map_err(|e| {
+        crate::error::usage(format!(
+            "{}: not a numalab jobs record: {e}",
+            path.display()
+        ))
+    })?;
+    if rec.schema != SCHEMA {
+        return Err(crate::error::usage(format!(
+            "{}: schema {:?}, expected {SCHEMA:?}",
+            path.display(),
+            rec.schema
+        )));
+    }
+    Ok(rec)
+}
