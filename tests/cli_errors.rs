@@ -84,3 +84,86 @@ fn example_spec_parses_to_the_rfc_default() {
     let spec = numalab::experiment::spec::ExperimentSpec::from_toml(&text, "rfc.toml").unwrap();
     assert_eq!(spec, numalab::experiment::spec::ExperimentSpec::default());
 }
+
+/// `trace` and `jobs`: bad input exits 2 naming the problem, starts nothing
+/// and leaves no tracing instance or journal behind.
+#[test]
+fn bad_trace_and_jobs_input_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad_trace = tmp.path().join("bad.txt");
+    std::fs::write(
+        &bad_trace,
+        "  a-1 [000] 1.000001: sched_migrate_task: comm=a pid=1 prio=120 orig_cpu=0\n",
+    )
+    .unwrap();
+    let bad = bad_trace.to_str().unwrap();
+    let missing = tmp.path().join("missing.txt");
+    let instances = || {
+        std::fs::read_dir("/sys/kernel/tracing/instances")
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let before = instances();
+    for (args, needle) in [
+        (vec!["trace"], "say what to trace"),
+        (vec!["trace", "--pid", "1", "--", "true"], "not several"),
+        (vec!["trace", "--pid", "x"], "\"x\" is not a pid"),
+        (vec!["trace", "--pid", "999999999"], "no task 999999999"),
+        (
+            vec!["trace", "--mem-node", "7", "--", "true"],
+            "node 7 does not exist",
+        ),
+        (vec!["trace", "--duration", "0", "--", "true"], "--duration"),
+        (vec!["trace", "--from", bad], "missing field `dest_cpu`"),
+        (
+            vec!["trace", "--from", missing.to_str().unwrap()],
+            "missing.txt",
+        ),
+        (vec!["trace", "--", "/nonexistent/cmd"], "/nonexistent/cmd"),
+        (vec!["jobs", "0"], "N must be between 1 and 1024"),
+        (
+            vec!["jobs", "2", "--", "--membind", "9"],
+            "node 9 does not exist",
+        ),
+        (vec!["jobs", "2", "--size", "1Q"], "unknown unit \"Q\""),
+        (vec!["jobs", "2", "--load", "120"], "--load must be 0-100"),
+        (vec!["jobs", "--from", bad], "not a numalab jobs record"),
+    ] {
+        let (code, err) = numalab(&args, tmp.path());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert_eq!(instances(), before);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert!(left.is_empty(), "journals left: {left:?}");
+}
+
+/// Without root, tracing is refused with exit 2 and a message that says
+/// why (tracefs is root-only here).
+#[test]
+fn trace_without_root_exits_2() {
+    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: no setpriv to drop privileges");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_numalab"))
+        .args(["trace", "--", "true"])
+        .env("NUMALAB_STATE_DIR", tmp.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(0) {
+        eprintln!("SKIPPED: tracefs is usable without root here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("tracefs") || err.contains("tracing"), "{err}");
+}

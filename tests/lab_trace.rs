@@ -135,7 +135,10 @@ fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
         // Each instance stamps its own copy of the event as it writes it:
         // microseconds apart, or milliseconds when single-threaded TCG
         // switches vCPUs in between.
-        assert!(a.0.abs_diff(b.0) < 50_000_000 && a.1 == b.1 && a.2 == b.2, "{a:?} vs {b:?}");
+        assert!(
+            a.0.abs_diff(b.0) < 50_000_000 && a.1 == b.1 && a.2 == b.2,
+            "{a:?} vs {b:?}"
+        );
     }
     eprintln!(
         "float probe: {} traced moves in its observed life = {} check events; kernel \
@@ -156,15 +159,27 @@ fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
 
     assert!(s["normal"].contains("same"), "after a run: {}", s["normal"]);
     let int = &s["int"];
-    assert!(int.contains("int rc=0") || int.contains("stopped by a signal"), "{int}");
+    assert!(
+        int.contains("int rc=0") || int.contains("stopped by a signal"),
+        "{int}"
+    );
     assert!(int.contains("stopped by a signal"), "{int}");
-    assert!(int.contains("no sleep left") && int.contains("same"), "{int}");
+    assert!(
+        int.contains("no sleep left") && int.contains("same"),
+        "{int}"
+    );
     let killed = &s["killed"];
-    assert!(killed.contains("numalab-"), "instance left after SIGKILL: {killed}");
+    assert!(
+        killed.contains("numalab-"),
+        "instance left after SIGKILL: {killed}"
+    );
     assert!(killed.contains("trace-"), "journal after SIGKILL: {killed}");
     assert!(killed.contains("removed tracing instance"), "{killed}");
     assert!(killed.contains("restore rc=0"), "{killed}");
-    assert!(killed.contains("no sleep left") && killed.trim_end().ends_with("same"), "{killed}");
+    assert!(
+        killed.contains("no sleep left") && killed.trim_end().ends_with("same"),
+        "{killed}"
+    );
 }
 
 const JOBS_SCRIPT: &str = r#"

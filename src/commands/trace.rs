@@ -4,7 +4,6 @@
 use crate::cli::TraceArgs;
 use crate::error::usage;
 use crate::experiment::state::{self, Guard};
-use crate::idset::IdSet;
 use crate::topology::Topology;
 use crate::trace::analyze::{analyze, Window};
 use crate::trace::live::{Captured, LiveSpec, Tracer, DEFAULT_BUFFER_KB};
@@ -17,9 +16,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A pid list: `123`, `123,456`, `100-110` (pids go beyond CPU-list
+/// sizes, so this is not an [`crate::idset::IdSet`]).
 fn parse_pids(list: &str) -> anyhow::Result<BTreeSet<u32>> {
-    let set = IdSet::parse(list).map_err(|e| usage(format!("--pid {list:?}: {e}")))?;
-    Ok(set.iter().collect())
+    let bad = |why: &str| usage(format!("--pid {list:?}: {why}"));
+    let mut out = BTreeSet::new();
+    for tok in list.split(',').map(str::trim) {
+        let num = |t: &str| {
+            t.parse::<u32>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| bad(&format!("{t:?} is not a pid")))
+        };
+        match tok.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if b < a || b - a >= 4096 {
+                    return Err(bad(&format!("range {tok:?} is reversed or too long")));
+                }
+                out.extend(a..=b);
+            }
+            None => {
+                out.insert(num(tok)?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
@@ -155,6 +177,12 @@ fn live(
             pids,
         )
     } else {
+        if !runnable(&a.command[0]) {
+            return Err(usage(format!(
+                "cannot run {:?}: no such executable (in $PATH)",
+                a.command[0]
+            )));
+        }
         let exe = std::env::current_exe().context("finding the numalab executable")?;
         let argv: Vec<std::ffi::OsString> = a.command.iter().map(Into::into).collect();
         let (child, gate) = crate::sys::spawn_gated(&exe, &argv, |_| {})
@@ -233,6 +261,19 @@ fn live(
     guard.restore()?;
     let rec = record(topo, &cap, "live", what, !a.no_follow, a.mem_node, notes);
     Ok((rec, status))
+}
+
+/// Whether `prog` names an executable file, directly or through $PATH.
+fn runnable(prog: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let ok = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        return ok(Path::new(prog));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| ok(&d.join(prog))))
 }
 
 fn from_file(
