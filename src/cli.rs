@@ -69,8 +69,9 @@ pub enum Command {
         command: Vec<std::ffi::OsString>,
     },
 
-    /// Put back system state (numa_balancing, debugfs knobs) left changed by
-    /// a run that was killed (SIGKILL, power loss).
+    /// Put back system state (numa_balancing, debugfs knobs, tracing
+    /// instances, mounts) left changed by a run or tracer that was killed
+    /// (SIGKILL, power loss).
     Restore,
 }
 
