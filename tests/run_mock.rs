@@ -60,6 +60,9 @@ impl Backend for Mock {
             probe: r,
             wall_ns: wall,
             trace: None,
+            numa_balancing: std::fs::read_to_string(&self.knob)
+                .ok()
+                .and_then(|s| s.trim().parse().ok()),
         })
     }
 }
@@ -145,6 +148,16 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(out.done, 54);
     let samples = record::read_samples(&dir).unwrap();
     let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
+    // Each sample's numa_balancing is what the backend had in force.
+    let meta = record::read_meta(&dir).unwrap();
+    for smp in &samples {
+        assert_eq!(
+            smp.numa_balancing,
+            Some(meta.rows[smp.row].nb),
+            "row {}",
+            smp.row
+        );
+    }
     assert_eq!(pairs.len(), 54, "no duplicates");
     let meta = record::read_meta(&dir).unwrap();
     let planned: BTreeSet<(usize, u32)> = plan::order(&meta.rows, 3, meta.spec.seed)

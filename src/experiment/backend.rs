@@ -53,6 +53,8 @@ pub struct Sampled {
     pub wall_ns: u64,
     /// The kernel's trace of the probe, when the spec asks for it.
     pub trace: Option<SampleTrace>,
+    /// kernel.numa_balancing as the backend had it during the sample.
+    pub numa_balancing: Option<u8>,
 }
 
 /// A sample abandoned because a signal asked the run to stop.
@@ -329,6 +331,9 @@ impl Backend for Host {
             probe: rec,
             wall_ns,
             trace,
+            numa_balancing: std::fs::read_to_string(state::NUMA_BALANCING)
+                .ok()
+                .and_then(|s| s.trim().parse().ok()),
         })
     }
 }

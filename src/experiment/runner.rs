@@ -145,6 +145,7 @@ pub fn execute(
             probe,
             wall_ns,
             trace,
+            numa_balancing,
         } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
@@ -157,9 +158,7 @@ pub fn execute(
             row: row_id,
             sample,
             seq,
-            numa_balancing: std::fs::read_to_string(state::NUMA_BALANCING)
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
+            numa_balancing,
             migration_cost_ns: row.migration_cost_ns,
             wall_ns,
             probe,
