@@ -71,9 +71,8 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     let tracefs = if a.no_trace {
         None
     } else {
-        let g = &mut guard;
         Some(
-            crate::trace::tracefs::Tracefs::locate(|at| g.mounted_tracefs(at)).map_err(|e| {
+            crate::trace::tracefs::Tracefs::locate(&mut guard).map_err(|e| {
                 usage(format!(
                     "{e:#}; or run with --no-trace (self-observed residency)"
                 ))

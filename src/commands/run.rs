@@ -113,11 +113,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let mut guard = Guard::new(journal, &dir);
     if spec.trace {
         // Before any work: tracing must be possible (root, tracefs).
-        let g = &mut guard;
-        backend.enable_trace(
-            crate::trace::tracefs::Tracefs::locate(|at| g.mounted_tracefs(at))?,
-            &topo,
-        );
+        backend.enable_trace(crate::trace::tracefs::Tracefs::locate(&mut guard)?, &topo);
     }
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -154,10 +154,7 @@ fn live(
     }
     let journal = state::trace_journal_path();
     let mut guard = Guard::new(journal, Path::new(""));
-    let tfs = {
-        let g = &mut guard;
-        Tracefs::locate(|at| g.mounted_tracefs(at))?
-    };
+    let tfs = Tracefs::locate(&mut guard)?;
     let spec = LiveSpec {
         buffer_kb: a.buffer_kb.unwrap_or(DEFAULT_BUFFER_KB),
         follow_forks: !a.no_follow,
@@ -257,7 +254,7 @@ fn live(
             }
         }
     }
-    let cap = tracer.finish()?;
+    let cap = tracer.finish(&mut guard)?;
     guard.restore()?;
     let rec = record(topo, &cap, "live", what, !a.no_follow, a.mem_node, notes);
     Ok((rec, status))

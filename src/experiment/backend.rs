@@ -279,9 +279,7 @@ impl Backend for Host {
                 let _ = child.wait();
                 let _ = std::fs::remove_file(&out_path);
                 if let Some(t) = tracer.take() {
-                    let dir = t.dir().to_path_buf();
-                    let _ = t.finish();
-                    guard.tracefs_instance_removed(&dir)?;
+                    let _ = t.finish(guard);
                 }
                 return Err(Interrupted.into());
             }
@@ -298,15 +296,7 @@ impl Backend for Host {
         };
         let wall_ns = started.elapsed().as_nanos() as u64;
         drop(load);
-        let captured = match tracer {
-            Some(t) => {
-                let dir = t.dir().to_path_buf();
-                let c = t.finish()?;
-                guard.tracefs_instance_removed(&dir)?;
-                Some(c)
-            }
-            None => None,
-        };
+        let captured = tracer.map(|t| t.finish(guard)).transpose()?;
         let stdout = std::fs::read(&out_path).context("reading the probe's record")?;
         let _ = std::fs::remove_file(&out_path);
         if !status.success() {

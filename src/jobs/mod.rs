@@ -173,9 +173,7 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             kill_all(&mut jobs);
             if let Some(t) = tracer.take() {
-                let dir = t.dir().to_path_buf();
-                let _ = t.finish();
-                guard.tracefs_instance_removed(&dir)?;
+                let _ = t.finish(guard);
             }
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(crate::experiment::backend::Interrupted.into());
@@ -187,15 +185,7 @@ pub fn run(
     }
     let elapsed_s = started.elapsed().as_secs_f64();
     drop(load);
-    let captured = match tracer {
-        Some(t) => {
-            let dir = t.dir().to_path_buf();
-            let c = t.finish()?;
-            guard.tracefs_instance_removed(&dir)?;
-            Some(c)
-        }
-        None => None,
-    };
+    let captured = tracer.map(|t| t.finish(guard)).transpose()?;
     let mut records = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
         let r = j.reaped.unwrap();

@@ -81,11 +81,6 @@ impl Tracer {
         Ok(t)
     }
 
-    /// The instance's directory (journaled by the caller).
-    pub fn dir(&self) -> &std::path::Path {
-        &self.inst.dir
-    }
-
     /// The traced pids so far.
     pub fn pids(&self) -> &BTreeSet<u32> {
         &self.pids
@@ -136,8 +131,9 @@ impl Tracer {
         }
     }
 
-    /// Stops recording, reads the rest, removes the instance.
-    pub fn finish(mut self) -> anyhow::Result<Captured> {
+    /// Stops recording, reads the rest, removes the instance and drops it
+    /// from `guard`'s journal (the one [`Tracer::start`] wrote it to).
+    pub fn finish(mut self, guard: &mut Guard) -> anyhow::Result<Captured> {
         self.inst.stop()?;
         let end_ns = crate::sys::mono_ns();
         self.poll()?;
@@ -145,6 +141,7 @@ impl Tracer {
         let missed_pages = self.inst.missed_pages;
         let missing_events = self.inst.missing.clone();
         self.inst.remove()?;
+        guard.tracefs_instance_removed(&self.inst.dir)?;
         let mut events = std::mem::take(&mut self.events);
         super::event::sort(&mut events);
         Ok(Captured {

@@ -92,8 +92,8 @@ fn unescape(s: &str) -> String {
 
 impl Tracefs {
     /// Finds tracefs, mounting it at [`DEFAULT_MOUNT`] when it is not
-    /// mounted (root only); `on_mount` journals the mount before it is made.
-    pub fn locate(on_mount: impl FnOnce(&str) -> anyhow::Result<()>) -> anyhow::Result<Tracefs> {
+    /// mounted (root only); the mount is journaled in `guard` first.
+    pub fn locate(guard: &mut crate::experiment::state::Guard) -> anyhow::Result<Tracefs> {
         let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
         let tfs = match find_in_mounts(&mounts) {
             Some(root) => Tracefs {
@@ -107,7 +107,7 @@ impl Tracefs {
                          this kernel has no tracing support (CONFIG_FTRACE)"
                     )));
                 }
-                on_mount(DEFAULT_MOUNT)?;
+                guard.mounted_tracefs(DEFAULT_MOUNT)?;
                 crate::sys::mount_fs("tracefs", DEFAULT_MOUNT).map_err(|e| {
                     usage(format!(
                         "tracefs is not mounted and mounting it at {DEFAULT_MOUNT} failed: {e} \
