@@ -9,8 +9,6 @@ use crate::report::Format;
 use clap::Parser;
 use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 fn print(rec: &JobsRecord, format: Format) {
     print!(
@@ -63,10 +61,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));
     let tracefs = if a.no_trace {
         None

@@ -6,8 +6,7 @@ use crate::error::usage;
 use crate::idset::IdSet;
 use crate::load::{procstat, Load, LoadSpec};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Builds a load spec from the command line, checked against the CPUs this
@@ -60,10 +59,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
             return Err(usage(format!("--duration {d}: must be positive")));
         }
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let before = procstat::read()?;
     let started = Instant::now();
     let load = Load::start(&spec)?;

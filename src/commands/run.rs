@@ -8,8 +8,6 @@ use crate::experiment::state::{self, Guard};
 use crate::experiment::{record, runner};
 use crate::report::{self, Format};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// The spec the command line asks for: file or default, then overrides.
 pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
@@ -116,10 +114,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         backend.enable_trace(crate::trace::tracefs::Tracefs::locate(&mut guard)?, &topo);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let debugfs_mounted = Path::new(state::MIGRATION_COST).exists()
         || Path::new(&format!("{}/sched", state::DEBUGFS)).exists();
     if !spec.migration_cost_ns.is_empty()

@@ -12,8 +12,7 @@ use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// A pid list: `123`, `123,456`, `100-110` (pids go beyond CPU-list
@@ -148,10 +147,7 @@ fn live(
     topo: &Topology,
     a: &TraceArgs,
 ) -> anyhow::Result<(TraceRecord, Option<std::process::ExitStatus>)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let journal = state::trace_journal_path();
     let mut guard = Guard::new(journal, Path::new(""));
     let tfs = Tracefs::locate(&mut guard)?;
