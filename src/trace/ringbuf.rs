@@ -104,20 +104,16 @@ pub fn decode_page<'a>(hdr: &PageHeader, page: &'a [u8]) -> Result<Page<'a>, Pag
                 ts = abs | (ts & !((1u64 << 59) - 1));
                 pos += 4;
             }
-            0 => {
-                let l = u32_at(page, pos).ok_or_else(|| bad(format!("length at {pos}")))?;
-                let l = ((l as usize).saturating_sub(4) + 3) & !3;
-                pos += 4;
-                ts += delta;
-                let data = page
-                    .get(pos..pos + l)
-                    .filter(|_| pos + l <= end)
-                    .ok_or_else(|| bad(format!("record of {l} bytes at {pos} overruns")))?;
-                out.records.push(RawRecord { ts_ns: ts, data });
-                pos += l;
-            }
             n => {
-                let l = n as usize * 4;
+                // A record: its length is in the word after the header
+                // (long form, type 0) or is the type itself in words.
+                let l = if n == 0 {
+                    let l = u32_at(page, pos).ok_or_else(|| bad(format!("length at {pos}")))?;
+                    pos += 4;
+                    ((l as usize).saturating_sub(4) + 3) & !3
+                } else {
+                    n as usize * 4
+                };
                 ts += delta;
                 let data = page
                     .get(pos..pos + l)
