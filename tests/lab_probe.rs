@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{lab, sections};
+use common::{lab, migrate_lines, sections};
 use serde_json::Value;
 
 const SCRIPT: &str = r#"
@@ -41,24 +41,6 @@ fn record(s: &std::collections::BTreeMap<String, String>, name: &str) -> Value {
 
 fn pages(r: &Value, node: &str) -> u64 {
     r["placement"]["pages_per_node"][node].as_u64().unwrap_or(0)
-}
-
-/// (timestamp ns, orig_cpu, dest_cpu) of each sched_migrate_task line.
-fn trace_moves(text: &str) -> Vec<(u64, u32, u32)> {
-    text.lines()
-        .filter_map(|l| {
-            let (head, rest) = l.split_once(": sched_migrate_task:")?;
-            let ts = head.split_whitespace().last()?;
-            let (s, us) = ts.split_once('.')?;
-            let t = s.parse::<u64>().ok()? * 1_000_000_000 + us.parse::<u64>().ok()? * 1000;
-            let field = |k: &str| -> Option<u32> {
-                rest.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .and_then(|v| v.parse().ok())
-            };
-            Some((t, field("orig_cpu=")?, field("dest_cpu=")?))
-        })
-        .collect()
 }
 
 #[test]
@@ -111,8 +93,10 @@ fn probe_placement_and_migrations_on_two_nodes() {
     let obs = &f["observation"];
     let start = obs["start_mono_ns"].as_u64().unwrap();
     let end = start + obs["end_ns"].as_u64().unwrap();
-    let moves: Vec<_> = trace_moves(&s["trace"])
+    // The trace was filtered to the probe's pid in the kernel.
+    let moves: Vec<(u64, u64, u64)> = migrate_lines(&s["trace"])
         .into_iter()
+        .map(|(t, _, a, b)| (t, a, b))
         .filter(|(t, _, _)| *t >= start && *t <= end)
         .collect();
     let sampled = whole["total"].as_u64().unwrap();

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{lab, sections};
+use common::{lab, migrate_lines, sections};
 use serde_json::Value;
 
 const TRACE_SCRIPT: &str = r#"
@@ -67,23 +67,6 @@ diff /tmp/before /tmp/after-kill && echo same
 echo @@end
 "#;
 
-fn check_moves(text: &str, pid: u64) -> Vec<(u64, u64, u64)> {
-    text.lines()
-        .filter_map(|l| {
-            let (head, rest) = l.split_once(": sched_migrate_task:")?;
-            let ts = head.split_whitespace().last()?;
-            let (s, us) = ts.split_once('.')?;
-            let t = s.parse::<u64>().ok()? * 1_000_000_000 + us.parse::<u64>().ok()? * 1000;
-            let f = |k: &str| -> Option<u64> {
-                rest.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .and_then(|v| v.parse().ok())
-            };
-            (f("pid=")? == pid).then_some((t, f("orig_cpu=")?, f("dest_cpu=")?))
-        })
-        .collect()
-}
-
 #[test]
 fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
     let Some(run) = lab::run("2node", TRACE_SCRIPT, 900) else {
@@ -126,8 +109,10 @@ fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
         })
         .filter(|m| m.0 >= start && m.0 <= end)
         .collect();
-    let theirs: Vec<(u64, u64, u64)> = check_moves(&s["check"], pid)
+    let theirs: Vec<(u64, u64, u64)> = migrate_lines(&s["check"])
         .into_iter()
+        .filter(|m| m.1 == pid)
+        .map(|(t, _, a, b)| (t, a, b))
         .filter(|m| m.0 >= start && m.0 <= end && m.1 != m.2)
         .collect();
     assert_eq!(ours.len(), theirs.len(), "ours {ours:?}\ntheirs {theirs:?}");

@@ -182,3 +182,22 @@ pub fn sections(text: &str) -> BTreeMap<String, String> {
     }
     out
 }
+
+/// (timestamp ns, pid, orig_cpu, dest_cpu) of each sched_migrate_task line
+/// of a tracefs `trace` text (timestamps in microseconds there).
+pub fn migrate_lines(text: &str) -> Vec<(u64, u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (head, rest) = l.split_once(": sched_migrate_task:")?;
+            let ts = head.split_whitespace().last()?;
+            let (s, us) = ts.split_once('.')?;
+            let t = s.parse::<u64>().ok()? * 1_000_000_000 + us.parse::<u64>().ok()? * 1000;
+            let f = |k: &str| -> Option<u64> {
+                rest.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .and_then(|v| v.parse().ok())
+            };
+            Some((t, f("pid=")?, f("orig_cpu=")?, f("dest_cpu=")?))
+        })
+        .collect()
+}
