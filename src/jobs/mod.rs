@@ -280,9 +280,7 @@ pub fn run(
     Ok(JobsRecord {
         schema: SCHEMA.into(),
         numalab_version: env!("CARGO_PKG_VERSION").into(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string()),
+        kernel: topo.kernel.clone(),
         topology_digest: topo.digest(),
         nodes: topo.node_ids().iter().collect(),
         num_cpus: topo.online_cpus().len(),
