@@ -6,6 +6,7 @@
 //! are recognised anywhere in an error's context chain.
 
 use crate::idset::ListError;
+use crate::sys::signals::Interrupted;
 use crate::topology::sysfs::SysfsError;
 use crate::topology::TopologyError;
 
@@ -24,8 +25,12 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
-/// The exit code an error deserves.
+/// The exit code an error deserves: 128 + the signal for work a signal
+/// stopped (130 for Ctrl-C), 2 for bad input or environment, else 1.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if let Some(i) = err.chain().find_map(|c| c.downcast_ref::<Interrupted>()) {
+        return i.exit_code();
+    }
     let is_usage = err.chain().any(|c| {
         c.is::<UsageError>()
             || c.is::<ListError>()

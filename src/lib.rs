@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod exec;
 pub mod experiment;
 pub mod idset;
 pub mod jobs;

@@ -6,19 +6,19 @@
 use numalab::experiment::backend::{Backend, Capabilities, Sampled};
 use numalab::experiment::record::{self};
 use numalab::experiment::spec::{ExperimentSpec, Row};
-use numalab::experiment::state::{Guard, Journal};
 use numalab::experiment::{plan, runner};
 use numalab::probe::record::ProbeRecord;
 use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
 use numalab::report::{self, Format};
+use numalab::sys::signals::Stop;
+use numalab::sys::state::{self, Guard, Journal, StateLock};
 use numalab::topology::{presets, Topology};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs a real (tiny) probe in-process for every sample; writes the row's NB
-/// into a scratch "knob" file through the guard; trips `stop` after
-/// `stop_after` samples.
+/// into a scratch tree's kernel.numa_balancing through the guard; trips
+/// `stop` after `stop_after` samples.
 struct Mock {
     knob: PathBuf,
     calls: usize,
@@ -40,18 +40,18 @@ impl Backend for Mock {
         }
     }
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
-        guard.set(self.knob.to_str().unwrap(), &row.nb.to_string())
+        guard.set(state::NUMA_BALANCING, &row.nb.to_string())
     }
     fn sample(
         &mut self,
         row: &Row,
         _: &ExperimentSpec,
-        stop: &AtomicBool,
+        stop: &Stop,
         _: &mut Guard,
     ) -> anyhow::Result<Sampled> {
         self.calls += 1;
         if self.calls >= self.stop_after {
-            stop.store(true, Ordering::Relaxed);
+            stop.raise(libc::SIGINT);
         }
         let mut r = self.template.clone();
         r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
@@ -63,6 +63,8 @@ impl Backend for Mock {
             numa_balancing: std::fs::read_to_string(&self.knob)
                 .ok()
                 .and_then(|s| s.trim().parse().ok()),
+            knobs: Default::default(),
+            knobs_changed: Vec::new(),
         })
     }
 }
@@ -93,9 +95,15 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let topo = presets::find("xeon-8167m-2n").unwrap().topology();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let knob = tmp.path().join("knob");
+    let root = tmp.path().join("root");
+    let knob = root.join("proc/sys/kernel/numa_balancing");
+    std::fs::create_dir_all(knob.parent().unwrap()).unwrap();
     std::fs::write(&knob, "0\n").unwrap();
-    let journal = tmp.path().join("restore.json");
+    let state_dir = tmp.path().join("state");
+    let journal = state::journal_path(&state_dir);
+    let guard = |dir: &std::path::Path| {
+        Guard::with_root(StateLock::acquire(&state_dir, "test").unwrap(), dir, &root)
+    };
     let spec = ExperimentSpec {
         samples: 3,
         ..Default::default()
@@ -111,10 +119,12 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(meta.planned_samples, 54);
     assert_eq!(meta.rows.iter().filter(|r| r.skip.is_some()).count(), 18);
 
-    let stop = AtomicBool::new(false);
-    let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let stop = Stop::new();
+    let mut g = guard(&dir);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop).unwrap();
+    drop(g);
     assert_eq!(out.done, 20);
+    assert_eq!(out.interrupted.map(|i| i.exit_code()), Some(130));
     assert_eq!(
         std::fs::read_to_string(&knob).unwrap().trim(),
         "0",
@@ -141,10 +151,11 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
         .unwrap();
     drop(f);
 
-    let stop = AtomicBool::new(false);
+    let stop = Stop::new();
     mock.stop_after = usize::MAX;
-    let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let mut g = guard(&dir);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop).unwrap();
+    drop(g);
     assert_eq!(out.done, 54);
     let samples = record::read_samples(&dir).unwrap();
     let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();

@@ -3,9 +3,10 @@
 
 use crate::cli::{Cli, Command, JobsArgs};
 use crate::error::usage;
-use crate::experiment::state::{self, Guard};
 use crate::jobs::{self, render, JobsRecord, JobsSpec};
 use crate::report::Format;
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard, StateLock};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -61,18 +62,22 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
 
-    let stop = super::stop_on_signals()?;
-    let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));
+    let no_tracing = |e: anyhow::Error| {
+        usage(format!(
+            "{e:#}; or run with --no-trace (self-observed residency)"
+        ))
+    };
+    if !a.no_trace {
+        crate::trace::tracefs::Tracefs::preflight().map_err(no_tracing)?;
+    }
+    let lock = StateLock::acquire(&state::state_dir(), "numalab jobs")?;
+    lock.refuse_if_unfinished()?;
+    let stop = Stop::on_signals()?;
+    let mut guard = Guard::new(lock, Path::new(""));
     let tracefs = if a.no_trace {
         None
     } else {
-        Some(
-            crate::trace::tracefs::Tracefs::locate(&mut guard).map_err(|e| {
-                usage(format!(
-                    "{e:#}; or run with --no-trace (self-observed residency)"
-                ))
-            })?,
-        )
+        Some(crate::trace::tracefs::Tracefs::locate(&mut guard).map_err(no_tracing)?)
     };
     let jspec = JobsSpec {
         n,
@@ -91,15 +96,15 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         eprintln!();
     }
     guard.restore()?;
-    let rec = match rec {
-        Ok(r) => r,
-        Err(e) if e.is::<crate::experiment::backend::Interrupted>() => {
-            anyhow::bail!("interrupted: every job killed, tracing state restored")
+    let rec = rec.map_err(|e| {
+        if e.is::<crate::sys::signals::Interrupted>() {
+            e.context("every job killed, tracing state restored")
+        } else {
+            e
         }
-        Err(e) => return Err(e),
-    };
+    })?;
     if let Some(out) = &a.out {
-        crate::experiment::record::write_atomic(out, render::json(&rec).as_bytes())?;
+        state::write_atomic(out, render::json(&rec).as_bytes())?;
     }
     print(&rec, a.format);
     Ok(())

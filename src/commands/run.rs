@@ -4,9 +4,11 @@ use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
 use crate::experiment::spec::{ExperimentSpec, PnidRef};
-use crate::experiment::state::{self, Guard};
 use crate::experiment::{record, runner};
 use crate::report::{self, Format};
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard, StateLock};
+use crate::trace::tracefs::Tracefs;
 use std::path::{Path, PathBuf};
 
 /// The spec the command line asks for: file or default, then overrides.
@@ -93,7 +95,6 @@ fn default_out() -> PathBuf {
 
 pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
-    let journal = state::journal_path();
     let (dir, spec) = match &a.resume {
         Some(dir) => {
             let meta = record::read_meta(dir)?;
@@ -105,23 +106,28 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
             (a.out.clone().unwrap_or_else(default_out), spec)
         }
     };
-    state::refuse_if_unfinished(&journal)?;
-    let pnid_prctl = a.pnid_prctl.clone();
-    let mut backend = Host::new(&topo, spec.load, pnid_prctl)?;
-    let mut guard = Guard::new(journal, &dir);
     if spec.trace {
-        // Before any work: tracing must be possible (root, tracefs).
-        backend.enable_trace(crate::trace::tracefs::Tracefs::locate(&mut guard)?, &topo);
+        // Before any change: tracing must be possible (root, tracefs).
+        Tracefs::preflight()?;
     }
-
-    let stop = super::stop_on_signals()?;
-    let debugfs_mounted = Path::new(state::MIGRATION_COST).exists()
-        || Path::new(&format!("{}/sched", state::DEBUGFS)).exists();
-    if !spec.migration_cost_ns.is_empty()
-        && !debugfs_mounted
-        && crate::sys::mount_fs("debugfs", state::DEBUGFS).is_ok()
-    {
-        guard.mounted_debugfs()?;
+    // One state-changing numalab at a time, locked before the initial
+    // values are read; a killed run's journal must be restored first.
+    let lock = StateLock::acquire(&state::state_dir(), "numalab run")?;
+    lock.refuse_if_unfinished()?;
+    let stop = Stop::on_signals()?;
+    let mut backend = Host::new(&topo, spec.load, a.pnid_prctl.clone())?;
+    let mut guard = Guard::new(lock, &dir);
+    if spec.trace {
+        backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);
+    }
+    let debugfs_mounted =
+        Path::new(state::MIGRATION_COST).exists() || Path::new(state::DEBUGFS_SCHED).exists();
+    if !spec.migration_cost_ns.is_empty() && !debugfs_mounted {
+        // Not fatal: without debugfs the migration_cost rows are skipped
+        // with the reason.
+        if let Err(e) = guard.mount("debugfs") {
+            eprintln!("run: {e:#}");
+        }
     }
     if a.resume.is_none() {
         let meta = runner::create(&backend, &topo, spec, &dir)?;
@@ -156,14 +162,14 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     println!("records: {}", dir.display());
-    if out.done < out.planned {
-        anyhow::bail!(
-            "interrupted after {} of {} samples; system state restored; continue with \
+    if let Some(i) = out.interrupted {
+        return Err(anyhow::Error::new(i).context(format!(
+            "stopped after {} of {} samples; system state restored; continue with \
              `numalab run --resume {}`",
             out.done,
             out.planned,
             dir.display()
-        );
+        )));
     }
     Ok(())
 }

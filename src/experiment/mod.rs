@@ -10,4 +10,3 @@ pub mod plan;
 pub mod record;
 pub mod runner;
 pub mod spec;
-pub mod state;

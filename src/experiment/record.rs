@@ -44,6 +44,13 @@ pub struct SampleRecord {
     /// Knob values in force for the sample.
     pub numa_balancing: Option<u8>,
     pub migration_cost_ns: Option<u64>,
+    /// Every knob the run sets, as read when the sample started.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
+    /// Knobs that changed under the sample (read again at its end): the
+    /// report flags such samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs_changed: Vec<String>,
     /// The probe process's wall time, start to exit.
     pub wall_ns: u64,
     pub probe: ProbeRecord,
@@ -59,20 +66,8 @@ pub fn samples_path(dir: &Path) -> PathBuf {
     dir.join("samples.jsonl")
 }
 
-/// Writes a file atomically (temp file, fsync, rename), so readers and
-/// crashes never see half of it.
-pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(data)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
-}
+/// The one atomic, durable writer ([`crate::sys::state::write_atomic`]).
+pub use crate::sys::state::write_atomic;
 
 pub fn write_meta(dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(meta)?;

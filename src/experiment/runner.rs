@@ -1,18 +1,18 @@
 //! Running (or resuming) an experiment: plan, knobs, samples, records,
 //! reports, progress.
 
-use super::backend::{skip_reason, Backend, Interrupted, Sampled};
+use super::backend::{skip_reason, Backend, Sampled};
 use super::plan;
 use super::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use super::spec::ExperimentSpec;
-use super::state::{self, Guard};
 use crate::error::usage;
 use crate::report;
+use crate::sys::signals::{Interrupted, Stop};
+use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub struct Outcome {
@@ -22,6 +22,8 @@ pub struct Outcome {
     pub run_wall_ns: u64,
     pub probe_wall_ns: u64,
     pub probe_loop_ns: u64,
+    /// Set when a stop signal ended the run early.
+    pub interrupted: Option<Interrupted>,
 }
 
 fn now_s() -> u64 {
@@ -89,7 +91,7 @@ pub fn execute(
     topo: &Topology,
     dir: &Path,
     guard: &mut Guard,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> anyhow::Result<Outcome> {
     let mut meta = record::read_meta(dir)?;
     if meta.topology_digest != topo.digest() {
@@ -115,7 +117,7 @@ pub fn execute(
     let (mut probe_wall, mut probe_loop) = (0u64, 0u64);
     let total_todo = todo.len();
     for (k, (seq, (row_id, sample))) in todo.into_iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_set() {
             break;
         }
         let row = meta.rows[row_id].clone();
@@ -146,6 +148,8 @@ pub fn execute(
             wall_ns,
             trace,
             numa_balancing,
+            knobs,
+            knobs_changed,
         } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
@@ -160,6 +164,8 @@ pub fn execute(
             seq,
             numa_balancing,
             migration_cost_ns: row.migration_cost_ns,
+            knobs,
+            knobs_changed,
             wall_ns,
             probe,
             trace,
@@ -185,6 +191,7 @@ pub fn execute(
         run_wall_ns,
         probe_wall_ns: probe_wall,
         probe_loop_ns: probe_loop,
+        interrupted: stop.is_set().then(|| stop.interrupted()),
     })
 }
 

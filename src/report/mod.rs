@@ -120,7 +120,7 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
     let costs: Vec<String> = if meta.spec.migration_cost_ns.is_empty() {
         vec![meta
             .knobs_at_start
-            .get(crate::experiment::state::MIGRATION_COST)
+            .get(crate::sys::state::MIGRATION_COST)
             .cloned()
             .unwrap_or_else(|| "unknown (not changed)".into())]
     } else {

@@ -5,6 +5,8 @@
 
 pub mod buffer;
 pub mod numa;
+pub mod signals;
+pub mod state;
 
 pub use buffer::Buffer;
 
@@ -179,6 +181,22 @@ pub fn spawn_dying_with_parent(cmd: &mut std::process::Command) -> io::Result<st
         })
     };
     cmd.spawn()
+}
+
+/// An anonymous in-memory file (memfd_create): a child's output goes there
+/// and vanishes with this process, whatever kills it, so nothing is ever
+/// left in /tmp.
+pub fn memfd(name: &str) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let c =
+        std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the call's duration.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just created and is owned only here.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 /// A raw prctl(2) with five word arguments; returns the result or errno.

@@ -14,6 +14,15 @@ pub fn required() -> bool {
     std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
 }
 
+/// A test that cannot run here: prints SKIPPED with the reason, or fails
+/// when tools are required (CI).
+pub fn skip_or_fail(why: &str) {
+    if required() {
+        panic!("cannot run (NUMALAB_REQUIRE_TOOLS is set): {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
 /// How far a `free` line may sit outside numactl's before/after bracket.
 pub const FREE_SLACK_MB: u64 = 8;
 
