@@ -6,7 +6,6 @@
 //! are recognised anywhere in an error's context chain.
 
 use crate::idset::ListError;
-use crate::sys::signals::Interrupted;
 use crate::topology::sysfs::SysfsError;
 use crate::topology::TopologyError;
 
@@ -14,6 +13,34 @@ use crate::topology::TopologyError;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code for bad usage or an unusable environment.
 pub const EXIT_USAGE: u8 = 2;
+
+/// Work abandoned because a signal asked numalab to stop (after putting
+/// everything back). The exit code is 128 + the signal, as shells report a
+/// process the signal killed (130 for Ctrl-C, 143 for SIGTERM, 129 for
+/// SIGHUP). Here, not in `sys::signals`, so this module imports nothing of
+/// the layers above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted{}", signal.map(|s| format!(" by {}", signal_name(s))).unwrap_or_default())]
+pub struct Interrupted {
+    pub signal: Option<i32>,
+}
+
+impl Interrupted {
+    /// 128 + the signal number; 130 (as for SIGINT) when none is known.
+    pub fn exit_code(&self) -> u8 {
+        (128 + self.signal.unwrap_or(libc::SIGINT)).clamp(0, 255) as u8
+    }
+}
+
+/// The conventional name of a stop signal.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        s => format!("signal {s}"),
+    }
+}
 
 /// Bad input or an environment that cannot do what was asked: exit 2.
 #[derive(Debug, thiserror::Error)]

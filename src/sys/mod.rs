@@ -51,12 +51,20 @@ pub fn nr_migrations() -> Option<u64> {
     sched_field(&text, "se.nr_migrations")
 }
 
+/// One `name : value` line of a /proc/PID/sched text (kernel/sched/debug.c
+/// prints them as `%-45s:%21Ld`), trimmed: the one parser of that format,
+/// used here and by `analysis::numastat`.
+pub fn sched_pair(line: &str) -> Option<(&str, &str)> {
+    let (k, v) = line.split_once(':')?;
+    Some((k.trim(), v.trim()))
+}
+
 /// A numeric `name : value` field of a /proc/PID/sched text.
 pub fn sched_field(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == name).then(|| v.trim().parse().ok())?
-    })
+    text.lines()
+        .filter_map(sched_pair)
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
 }
 
 /// The calling process id.

@@ -6,6 +6,7 @@
 //! convention, 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM,
 //! 129 for a closed terminal or dropped ssh session).
 
+pub use crate::error::Interrupted;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -58,30 +59,7 @@ impl Stop {
     }
 }
 
-/// Work abandoned because a signal asked numalab to stop. The exit code is
-/// 128 + the signal (see [`crate::error::exit_code`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted{}", signal.map(|s| format!(" by {}", name(s))).unwrap_or_default())]
-pub struct Interrupted {
-    pub signal: Option<i32>,
-}
-
-impl Interrupted {
-    /// 128 + the signal number; 130 (as for SIGINT) when none is known.
-    pub fn exit_code(&self) -> u8 {
-        (128 + self.signal.unwrap_or(libc::SIGINT)).clamp(0, 255) as u8
-    }
-}
-
-/// The conventional name of a stop signal.
-pub fn name(sig: i32) -> String {
-    match sig {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        s => format!("signal {s}"),
-    }
-}
+pub use crate::error::signal_name as name;
 
 #[cfg(test)]
 mod tests {
