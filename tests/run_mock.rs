@@ -10,6 +10,7 @@ use numalab::experiment::state::{Guard, Journal};
 use numalab::experiment::{plan, runner};
 use numalab::probe::record::ProbeRecord;
 use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
 use numalab::topology::{presets, Topology};
 use std::collections::BTreeSet;
@@ -113,7 +114,8 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
 
     let stop = AtomicBool::new(false);
     let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let mut obs = ExportObserver::new(&dir, false);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop, &mut obs).unwrap();
     assert_eq!(out.done, 20);
     assert_eq!(
         std::fs::read_to_string(&knob).unwrap().trim(),
@@ -124,9 +126,10 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
         Journal::read(&journal).unwrap().is_none(),
         "journal removed after restore"
     );
+    let meta = record::read_meta(&dir).unwrap();
     let partial = report::render(
-        &record::read_meta(&dir).unwrap(),
-        &record::read_samples(&dir).unwrap(),
+        &meta,
+        &record::read_samples(&dir, &meta).unwrap().records,
         Format::Text,
     );
     assert!(partial.contains("(incomplete)"), "{partial}");
@@ -144,9 +147,11 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let stop = AtomicBool::new(false);
     mock.stop_after = usize::MAX;
     let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop, &mut obs).unwrap();
     assert_eq!(out.done, 54);
-    let samples = record::read_samples(&dir).unwrap();
+    let found = record::read_samples(&dir, &meta).unwrap();
+    assert!(found.torn.is_none() && found.bad.is_empty() && found.uncounted.is_empty());
+    let samples = found.records;
     let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
     // Each sample's numa_balancing is what the backend had in force.
     let meta = record::read_meta(&dir).unwrap();

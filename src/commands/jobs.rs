@@ -22,6 +22,14 @@ fn print(rec: &JobsRecord, format: Format) {
     );
 }
 
+/// The one node memory is bound to, if it is.
+fn bound_node(mem: &crate::probe::MemPlacement) -> Option<u32> {
+    match mem {
+        crate::probe::MemPlacement::Bind(n) => Some(*n),
+        _ => None,
+    }
+}
+
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.from {
         print(&jobs::read_record(path)?, a.format);
@@ -33,6 +41,9 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     if !(0.0..=100.0).contains(&a.load) {
         return Err(usage(format!("--load must be 0-100, got {}", a.load)));
+    }
+    if let Some(out) = &a.out {
+        crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let mut probe_args = vec![
@@ -60,6 +71,10 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
+    let total = spec.size_bytes.saturating_mul(n as u64);
+    let what = format!("jobs: {n} x --size {}", a.size);
+    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+    crate::probe::memory::check(&sys, &topo, &what, total, bound_node(&spec.mem))?;
 
     let stop = super::stop_on_signals()?;
     let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));

@@ -4,7 +4,12 @@ use super::{header, RowStats};
 use crate::experiment::record::{RunMeta, SampleRecord};
 use std::fmt::Write;
 
-pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> String {
+pub fn render(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    stats: &[RowStats],
+    notes: &[String],
+) -> String {
     let mut out = String::from("# numalab run\n\n");
     for (k, v) in header(meta) {
         let _ = writeln!(out, "- **{k}**: {v}");
@@ -18,6 +23,9 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
         samples.len(),
         meta.planned_samples
     );
+    for n in notes {
+        let _ = writeln!(out, "> **warning**: {n}\n");
+    }
     out.push_str("| Row | PNID | NB | Mem | CPU | n | Avg (s) | max | min | stdv | ±95% CI | x-node/sample | migr/sample | on mem node | notes |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or_default();

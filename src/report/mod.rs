@@ -7,10 +7,15 @@
 //! by the probe), the mean kernel-counted migrations, the mean share of time
 //! on the memory's node, and a `noisy` flag on rows whose coefficient of
 //! variation exceeds [`NOISY_CV`].
+//!
+//! Records that are in the file but not counted (duplicates, unplanned
+//! rows) come as notes: text, Markdown and JSON reports carry them as
+//! warnings (CSV holds the rows only), so nothing is left out silently.
 
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod observer;
 pub mod text;
 pub mod traced;
 
@@ -92,25 +97,41 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
 
 /// Renders a report in `format`.
 pub fn render(meta: &RunMeta, samples: &[SampleRecord], format: Format) -> String {
+    render_noted(meta, samples, &[], format)
+}
+
+/// Renders a report in `format` with warnings about the records (`notes`).
+pub fn render_noted(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    notes: &[String],
+    format: Format,
+) -> String {
     let stats = row_stats(meta, samples);
     match format {
-        Format::Text => text::render(meta, samples, &stats),
-        Format::Markdown => markdown::render(meta, samples, &stats),
+        Format::Text => text::render(meta, samples, &stats, notes),
+        Format::Markdown => markdown::render(meta, samples, &stats, notes),
         Format::Csv => csv::render(&stats),
-        Format::Json => json::render(meta, samples, &stats),
+        Format::Json => json::render(meta, samples, &stats, notes),
     }
 }
 
 /// Rewrites every export in `dir` (atomically), so an interrupted run still
 /// leaves valid reports.
-pub fn write_exports(dir: &Path, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()> {
+pub fn write_exports(
+    dir: &Path,
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    notes: &[String],
+) -> anyhow::Result<()> {
     for (name, f) in [
         ("report.txt", Format::Text),
         ("report.md", Format::Markdown),
         ("report.csv", Format::Csv),
         ("report.json", Format::Json),
     ] {
-        record::write_atomic(&dir.join(name), render(meta, samples, f).as_bytes())?;
+        let text = render_noted(meta, samples, notes, f);
+        record::write_atomic(&dir.join(name), text.as_bytes())?;
     }
     Ok(())
 }
