@@ -30,6 +30,14 @@ fn writable(dir: &Path) -> bool {
     }
 }
 
+/// Not there, or not there because a component is a file.
+fn missing(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
 /// The directory a relative file name lands in.
 fn parent_of(path: &Path) -> PathBuf {
     match path.parent() {
@@ -56,7 +64,8 @@ pub fn check_output_file(path: &Path, what: &str) -> anyhow::Result<()> {
             ))
         }
         Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Not there (or under a file): the parent check below says which.
+        Err(e) if missing(&e) => {}
         Err(e) => return Err(bad(e.to_string())),
     }
     let dir = parent_of(path);
@@ -89,7 +98,7 @@ pub fn check_output_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
                     probe.display()
                 )))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if missing(&e) => {
                 probe = parent_of(&probe);
             }
             Err(e) => return Err(bad(format!("{}: {e}", probe.display()))),

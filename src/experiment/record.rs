@@ -388,3 +388,46 @@ pub fn append_sample(dir: &Path, rec: &SampleRecord) -> anyhow::Result<()> {
         })
         .with_context(|| format!("appending a sample to {}", p.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_name_the_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let dir = file.join("run"); // under a file: ENOTDIR on every write
+        let e = write_atomic(&dir.join("report.txt"), b"r").unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/report.txt"), "{e:#}");
+        let rec: SampleRecord = serde_json::from_str(include_str!(
+            "../../tests/fixtures/probe-record-before-numa.json"
+        ))
+        .map(|probe| SampleRecord {
+            schema: SAMPLE_SCHEMA.into(),
+            row: 0,
+            sample: 0,
+            seq: 0,
+            numa_balancing: None,
+            migration_cost_ns: None,
+            wall_ns: 1,
+            probe,
+            trace: None,
+        })
+        .unwrap();
+        let e = append_sample(&dir, &rec).unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
+        let found = SamplesFile {
+            path: samples_path(&dir),
+            torn: Some(TornTail {
+                line: 1,
+                offset: 0,
+                bytes: 3,
+            }),
+            ..Default::default()
+        };
+        let e = drop_torn_tail(&found).unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
+    }
+}
