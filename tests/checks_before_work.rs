@@ -198,7 +198,11 @@ fn sizes_beyond_available_memory_exit_2_naming_the_source() {
         ),
         (
             vec!["jobs", "1024", "--no-trace"],
-            vec!["jobs: 1024 x --size 32M", "32 GiB asked", meminfo.as_str()],
+            vec![
+                "jobs: 1024 x (--size 32M + 8 MiB per process)",
+                "40 GiB asked",
+                meminfo.as_str(),
+            ],
         ),
         (
             vec!["jobs", "8", "--no-trace", "--", "--membind", "1"],

@@ -71,10 +71,18 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
+    // Every job is a process: its buffer plus the process itself.
+    let per_job = spec
+        .size_bytes
+        .saturating_add(crate::probe::memory::PER_PROCESS);
+    let what = format!("jobs: {n} x (--size {} + 8 MiB per process)", a.size);
+    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+    crate::probe::memory::check(&sys, &topo, &what, per_job.saturating_mul(n as u64), None)?;
     let total = spec.size_bytes.saturating_mul(n as u64);
     let what = format!("jobs: {n} x --size {}", a.size);
-    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
-    crate::probe::memory::check(&sys, &topo, &what, total, bound_node(&spec.mem))?;
+    if let Some(node) = bound_node(&spec.mem) {
+        crate::probe::memory::check_node(&sys, &topo, &what, total, node)?;
+    }
 
     let stop = super::stop_on_signals()?;
     let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));

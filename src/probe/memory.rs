@@ -26,6 +26,11 @@ pub struct Limit {
     pub source: String,
 }
 
+/// What one probe process needs besides its buffer (a `numalab probe`
+/// peaks near 4.5 MiB resident with a 4 KiB buffer), rounded up: counted
+/// per job by `numalab jobs`.
+pub const PER_PROCESS: u64 = 8 << 20;
+
 /// What a request must leave free of `limit`: 1/16, at least 32 MiB.
 pub fn margin(limit: u64) -> u64 {
     (limit / 16).max(32 << 20)
@@ -110,7 +115,7 @@ fn refuse(what: &str, bytes: u64, limit: &Limit) -> anyhow::Error {
 
 /// Checks that `bytes` fit what the machine can give (with the margin), and
 /// what `node` has free when the memory is bound to it. `what` names the
-/// request in the error, e.g. `--size 1 TiB`.
+/// request in the error, e.g. `probe --size`.
 pub fn check(
     sys: &SysRoot,
     topo: &Topology,
@@ -123,20 +128,30 @@ pub fn check(
             return Err(refuse(what, bytes, &limit));
         }
     }
-    if let Some(n) = node {
-        if let Some(free) = topo.node(n).and_then(|nd| nd.mem_free_bytes) {
-            let limit = Limit {
-                bytes: free,
-                source: format!(
-                    "MemFree of node {n} in {}",
-                    sys.path(&format!("sys/devices/system/node/node{n}/meminfo"))
-                        .display()
-                ),
-            };
-            if bytes.saturating_add(margin(free)) > free {
-                return Err(refuse(what, bytes, &limit));
-            }
-        }
+    match node {
+        Some(n) => check_node(sys, topo, what, bytes, n),
+        None => Ok(()),
+    }
+}
+
+/// Checks that `bytes` fit node `n`'s free memory (with the margin).
+pub fn check_node(
+    sys: &SysRoot,
+    topo: &Topology,
+    what: &str,
+    bytes: u64,
+    n: u32,
+) -> anyhow::Result<()> {
+    let Some(free) = topo.node(n).and_then(|nd| nd.mem_free_bytes) else {
+        return Ok(());
+    };
+    if bytes.saturating_add(margin(free)) > free {
+        let rel = format!("sys/devices/system/node/node{n}/meminfo");
+        let limit = Limit {
+            bytes: free,
+            source: format!("MemFree of node {n} in {}", sys.path(&rel).display()),
+        };
+        return Err(refuse(what, bytes, &limit));
     }
     Ok(())
 }

@@ -12,6 +12,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+/// `[07] PNID: -1 NB: 1 Mem: 0 CPU: F | sample 12/36 | 41s | ETA 1m`
+fn style() -> ProgressStyle {
+    ProgressStyle::with_template("[{prefix}] {msg} | sample {pos}/{len} | {elapsed} | ETA {eta}")
+        .expect("a valid template")
+}
+
 pub struct ExportObserver {
     dir: PathBuf,
     /// Lasting warnings about the records, carried by every export.
@@ -65,12 +71,7 @@ impl RunObserver for ExportObserver {
                 Some(meta.planned_samples),
                 ProgressDrawTarget::stderr(),
             )
-            .with_style(
-                ProgressStyle::with_template(
-                    "[{prefix}] {msg} | sample {pos}/{len} | {elapsed} | ETA {eta}",
-                )
-                .expect("a valid template"),
-            );
+            .with_style(style());
             bar.set_position(found.records.len() as u64);
             bar.reset_eta();
             self.bar = Some(bar);
@@ -94,9 +95,36 @@ impl RunObserver for ExportObserver {
     }
 
     fn on_finish(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()> {
+        self.end_bar();
+        super::write_exports(&self.dir, meta, samples, &self.notes)
+    }
+}
+
+impl ExportObserver {
+    /// Leaves the bar's last state on screen and ends its line, so what
+    /// follows (the table, or an error) starts on a line of its own.
+    fn end_bar(&mut self) {
         if let Some(b) = self.bar.take() {
             b.abandon();
+            eprintln!();
         }
-        super::write_exports(&self.dir, meta, samples, &self.notes)
+    }
+}
+
+impl Drop for ExportObserver {
+    fn drop(&mut self) {
+        self.end_bar();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_progress_template_is_valid() {
+        let bar = indicatif::ProgressBar::hidden().with_style(super::style());
+        bar.set_prefix("07");
+        bar.set_message("PNID: -1 NB: 1 Mem: 0 CPU: F");
+        bar.set_length(36);
+        bar.set_position(12);
     }
 }
