@@ -257,7 +257,7 @@ impl ExperimentSpec {
         let nodes: std::collections::BTreeSet<u32> =
             self.rows(topo)?.iter().filter_map(Row::mem_node).collect();
         for n in nodes {
-            crate::probe::memory::check(sys, topo, &what, bytes, Some(n))?;
+            crate::probe::memory::check_node(sys, topo, &what, bytes, n)?;
         }
         Ok(())
     }
