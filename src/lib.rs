@@ -14,6 +14,7 @@ pub mod experiment;
 pub mod idset;
 pub mod jobs;
 pub mod load;
+pub mod paths;
 pub mod probe;
 pub mod report;
 pub mod stats;

@@ -9,6 +9,7 @@ use numalab::experiment::spec::{ExperimentSpec, Row};
 use numalab::experiment::{plan, runner};
 use numalab::probe::record::ProbeRecord;
 use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
 use numalab::sys::signals::Stop;
 use numalab::sys::state::{self, Guard, Journal, StateLock};
@@ -64,7 +65,13 @@ impl Backend for Mock {
                 .ok()
                 .and_then(|s| s.trim().parse().ok()),
             knobs: Default::default(),
-            knobs_changed: Vec::new(),
+            // One sample sees a knob change under it (as if an admin wrote
+            // numa_balancing mid-sample): the report must flag its row.
+            knobs_changed: if self.calls == 5 {
+                vec![state::NUMA_BALANCING.to_string()]
+            } else {
+                Vec::new()
+            },
         })
     }
 }
@@ -121,7 +128,8 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
 
     let stop = Stop::new();
     let mut g = guard(&dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop).unwrap();
+    let mut obs = ExportObserver::new(&dir, false);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop, &mut obs).unwrap();
     drop(g);
     assert_eq!(out.done, 20);
     assert_eq!(out.interrupted.map(|i| i.exit_code()), Some(130));
@@ -134,9 +142,10 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
         Journal::read(&journal).unwrap().is_none(),
         "journal removed after restore"
     );
+    let meta = record::read_meta(&dir).unwrap();
     let partial = report::render(
-        &record::read_meta(&dir).unwrap(),
-        &record::read_samples(&dir).unwrap(),
+        &meta,
+        &record::read_samples(&dir, &meta).unwrap().records,
         Format::Text,
     );
     assert!(partial.contains("(incomplete)"), "{partial}");
@@ -154,10 +163,12 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let stop = Stop::new();
     mock.stop_after = usize::MAX;
     let mut g = guard(&dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop).unwrap();
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop, &mut obs).unwrap();
     drop(g);
     assert_eq!(out.done, 54);
-    let samples = record::read_samples(&dir).unwrap();
+    let found = record::read_samples(&dir, &meta).unwrap();
+    assert!(found.torn.is_none() && found.bad.is_empty() && found.uncounted.is_empty());
+    let samples = found.records;
     let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
     // Each sample's numa_balancing is what the backend had in force.
     let meta = record::read_meta(&dir).unwrap();
@@ -183,6 +194,10 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(text, report::render(&meta, &samples, Format::Text));
     assert!(text.contains("NumSamples: 3\n"), "{text}");
     assert!(text.contains("Avg max min stdv | Test Parameters"));
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("knobs-changed x1")).collect();
+    assert_eq!(flagged.len(), 1, "one row flagged: {text}");
+    let changed = samples.iter().filter(|s| !s.knobs_changed.is_empty()).count();
+    assert_eq!(changed, 1, "the record keeps which knob changed");
     let row9 = text.lines().find(|l| l.starts_with("[09] ")).unwrap();
     assert!(row9.ends_with("| PNID: -1 NB: 1 Mem: 0 CPU: 0"), "{row9}");
     assert!(

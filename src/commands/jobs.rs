@@ -23,6 +23,14 @@ fn print(rec: &JobsRecord, format: Format) {
     );
 }
 
+/// The one node memory is bound to, if it is.
+fn bound_node(mem: &crate::probe::MemPlacement) -> Option<u32> {
+    match mem {
+        crate::probe::MemPlacement::Bind(n) => Some(*n),
+        _ => None,
+    }
+}
+
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.from {
         print(&jobs::read_record(path)?, a.format);
@@ -34,6 +42,9 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     if !(0.0..=100.0).contains(&a.load) {
         return Err(usage(format!("--load must be 0-100, got {}", a.load)));
+    }
+    if let Some(out) = &a.out {
+        crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let mut probe_args = vec![
@@ -61,6 +72,18 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
+    // Every job is a process: its buffer plus the process itself.
+    let per_job = spec
+        .size_bytes
+        .saturating_add(crate::probe::memory::PER_PROCESS);
+    let what = format!("jobs: {n} x (--size {} + 8 MiB per process)", a.size);
+    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+    crate::probe::memory::check(&sys, &topo, &what, per_job.saturating_mul(n as u64), None)?;
+    let total = spec.size_bytes.saturating_mul(n as u64);
+    let what = format!("jobs: {n} x --size {}", a.size);
+    if let Some(node) = bound_node(&spec.mem) {
+        crate::probe::memory::check_node(&sys, &topo, &what, total, node)?;
+    }
 
     let no_tracing = |e: anyhow::Error| {
         usage(format!(

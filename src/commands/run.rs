@@ -98,14 +98,20 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let (dir, spec) = match &a.resume {
         Some(dir) => {
             let meta = record::read_meta(dir)?;
+            // A bad record line is an error before anything changes.
+            record::read_samples(dir, &meta)?.require_clean()?;
+            crate::paths::check_output_dir(dir, "--resume")?;
             (dir.clone(), meta.spec)
         }
         None => {
             let spec = build_spec(a)?;
             spec.rows(&topo)?; // every spec error before anything changes
-            (a.out.clone().unwrap_or_else(default_out), spec)
+            let dir = a.out.clone().unwrap_or_else(default_out);
+            record::check_new_run_dir(&dir)?; // no other run's files, writable
+            (dir, spec)
         }
     };
+    spec.check_memory(&crate::topology::sysfs::SysRoot::new(sysfs_root), &topo)?;
     if spec.trace {
         // Before any change: tracing must be possible (root, tracefs).
         Tracefs::preflight()?;
@@ -146,11 +152,13 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         &dir,
         &mut guard,
         &stop,
+        &mut report::observer::ExportObserver::for_terminal(&dir),
     )?;
     drop(guard);
     let meta = record::read_meta(&dir)?;
-    let samples = record::read_samples(&dir)?;
-    print!("{}", report::render(&meta, &samples, Format::Text));
+    let found = record::read_samples(&dir, &meta)?;
+    let text = report::render_noted(&meta, &found.records, &found.notes(), Format::Text);
+    print!("{text}");
     if out.probe_wall_ns > 0 {
         println!(
             "\norchestration: run wall {:.1} s / probe processes {:.1} s = {:.3} (timed loops {:.1} s: {:.3})",

@@ -73,6 +73,9 @@ pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
     if a.buffer_kb == Some(0) {
         return Err(usage("--buffer-kb must be at least 1"));
     }
+    if let Some(out) = &a.output {
+        crate::paths::check_output_file(out, "-o")?; // before the work, not after
+    }
     let topo = super::topo::load(sysfs_root, &a.topology)?;
     if let Some(n) = a.mem_node {
         if topo.node(n).is_none() {

@@ -9,6 +9,7 @@
 use crate::error::usage;
 use crate::idset::IdSet;
 use crate::probe::{Pattern, ThpMode};
+use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -233,7 +234,31 @@ impl ExperimentSpec {
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
         }
-        crate::units::parse_size(&self.probe.size).map_err(usage)?;
+        let size = crate::units::parse_size(&self.probe.size).map_err(usage)?;
+        if size < 4096 {
+            return Err(usage(format!(
+                "probe size {:?}: at least one page (4 KiB)",
+                self.probe.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the probe's buffer against what the machine under `sys` can
+    /// give (`crate::probe::memory`, with its margin): for every row, and
+    /// for rows whose memory is on one node, against that node's free
+    /// memory. Before any work, so a size the machine cannot hold is an
+    /// error instead of an OOM kill.
+    pub fn check_memory(&self, sys: &SysRoot, topo: &Topology) -> anyhow::Result<()> {
+        self.check()?;
+        let bytes = crate::units::parse_size(&self.probe.size).map_err(usage)?;
+        let what = format!("probe size {:?}", self.probe.size);
+        crate::probe::memory::check(sys, topo, &what, bytes, None)?;
+        let nodes: std::collections::BTreeSet<u32> =
+            self.rows(topo)?.iter().filter_map(Row::mem_node).collect();
+        for n in nodes {
+            crate::probe::memory::check_node(sys, topo, &what, bytes, n)?;
+        }
         Ok(())
     }
 

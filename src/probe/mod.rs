@@ -8,6 +8,7 @@
 //! returns a [`ProbeRecord`](record::ProbeRecord).
 
 pub mod kernels;
+pub mod memory;
 pub mod observe;
 pub mod pnid;
 pub mod record;

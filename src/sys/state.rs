@@ -96,11 +96,11 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = dir.join(tmp_name);
     let result = (|| -> anyhow::Result<()> {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        let via = || format!("writing {} (via {})", path.display(), tmp.display());
+        let mut f = std::fs::File::create(&tmp).with_context(via)?;
         f.write_all(data)
             .and_then(|()| f.sync_all())
-            .with_context(|| format!("writing {}", tmp.display()))?;
+            .with_context(via)?;
         std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
         Ok(())
     })();
