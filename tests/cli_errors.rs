@@ -26,7 +26,7 @@ fn bad_run_specs_exit_2_before_any_change() {
     for (args, needle) in [
         (
             vec!["run", "--samples", "0", "--out", out_s],
-            "samples must be at least 1",
+            "invalid value '0' for '--samples",
         ),
         (
             vec!["run", "--nodes", "0,7", "--out", out_s],
@@ -34,10 +34,27 @@ fn bad_run_specs_exit_2_before_any_change() {
         ),
         (
             vec!["run", "--nb", "5", "--out", out_s],
-            "blocks: empty dimension",
+            "invalid value '5' for '--nb",
+        ),
+        // Regression: bad --nb/--pnid values emptied the matrix and the
+        // error ("blocks: empty dimension") did not say which value.
+        (
+            vec!["run", "--pnid", "X", "--out", out_s],
+            "\"X\" is not -1, A, B or a node number",
+        ),
+        (
+            vec!["run", "--pnid", "3", "--out", out_s],
+            "--pnid 3: no block of the spec",
+        ),
+        (
+            vec!["run", "--nb", "0", "--pnid", "A", "--out", out_s],
+            "--pnid A: no block of the spec (after --nb)",
         ),
         (vec!["run", "--mem", "Q", "--out", out_s], "mem value \"Q\""),
-        (vec!["run", "--load", "150", "--out", out_s], "load 150"),
+        (
+            vec!["run", "--load", "150", "--out", out_s],
+            "\"150\" is not a percentage",
+        ),
         (
             vec!["run", "--spec", bad_toml.to_str().unwrap(), "--out", out_s],
             "bad.toml",
@@ -113,20 +130,26 @@ fn bad_trace_and_jobs_input_exits_2() {
             vec!["trace", "--mem-node", "7", "--", "true"],
             "node 7 does not exist",
         ),
-        (vec!["trace", "--duration", "0", "--", "true"], "--duration"),
+        (
+            vec!["trace", "--duration", "0", "--", "true"],
+            "\"0\" is not a positive number of seconds",
+        ),
         (vec!["trace", "--from", bad], "missing field `dest_cpu`"),
         (
             vec!["trace", "--from", missing.to_str().unwrap()],
             "missing.txt",
         ),
         (vec!["trace", "--", "/nonexistent/cmd"], "/nonexistent/cmd"),
-        (vec!["jobs", "0"], "N must be between 1 and 1024"),
+        (vec!["jobs", "0"], "0 is not in 1..=1024"),
         (
             vec!["jobs", "2", "--", "--membind", "9"],
             "node 9 does not exist",
         ),
         (vec!["jobs", "2", "--size", "1Q"], "unknown unit \"Q\""),
-        (vec!["jobs", "2", "--load", "120"], "--load must be 0-100"),
+        (
+            vec!["jobs", "2", "--load", "120"],
+            "\"120\" is not a percentage",
+        ),
         (vec!["jobs", "--from", bad], "not a numalab jobs record"),
     ] {
         let (code, err) = numalab(&args, tmp.path());

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["idset", "units", "stats"],
     &["topology"],
     &["error"],
-    &["sys"],
+    &["sys", "paths"],
     &["analysis", "load"],
     &["probe"],
     &["trace"],

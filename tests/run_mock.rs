@@ -194,9 +194,15 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(text, report::render(&meta, &samples, Format::Text));
     assert!(text.contains("NumSamples: 3\n"), "{text}");
     assert!(text.contains("Avg max min stdv | Test Parameters"));
-    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("knobs-changed x1")).collect();
+    let flagged: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("knobs-changed x1"))
+        .collect();
     assert_eq!(flagged.len(), 1, "one row flagged: {text}");
-    let changed = samples.iter().filter(|s| !s.knobs_changed.is_empty()).count();
+    let changed = samples
+        .iter()
+        .filter(|s| !s.knobs_changed.is_empty())
+        .count();
     assert_eq!(changed, 1, "the record keeps which knob changed");
     let row9 = text.lines().find(|l| l.starts_with("[09] ")).unwrap();
     assert!(row9.ends_with("| PNID: -1 NB: 1 Mem: 0 CPU: 0"), "{row9}");

@@ -36,13 +36,8 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         print(&jobs::read_record(path)?, a.format);
         return Ok(());
     }
-    let n = a.n.unwrap_or(0);
-    if n == 0 || n > 1024 {
-        return Err(usage(format!("N must be between 1 and 1024, got {n}")));
-    }
-    if !(0.0..=100.0).contains(&a.load) {
-        return Err(usage(format!("--load must be 0-100, got {}", a.load)));
-    }
+    // N (1..=1024) and --load (0..=100) are checked by clap at the edge.
+    let n = a.n.unwrap_or(1);
     if let Some(out) = &a.out {
         crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
@@ -51,7 +46,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         "--pattern".to_string(),
         a.pattern.name().to_string(),
         "--size".into(),
-        a.size.clone(),
+        a.size.to_string(),
         "--counts".into(),
         a.counts.to_string(),
     ];
@@ -104,7 +99,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     };
     let jspec = JobsSpec {
         n,
-        probe_args,
+        probe: spec,
         load: a.load,
         tracefs,
         buffer_kb: a.buffer_kb,

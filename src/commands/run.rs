@@ -23,7 +23,7 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     };
     if a.quick {
         spec.samples = 4;
-        spec.probe.size = "128M".into();
+        spec.probe.size = crate::units::Size(128 << 20);
         spec.probe.counts = 4;
     }
     if let Some(n) = &a.nodes {
@@ -49,16 +49,28 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = &a.migration_cost_ns {
         spec.migration_cost_ns = v.clone();
     }
+    // Each value names blocks of the spec; one that names none is an error
+    // that says which (an empty matrix would say less).
     if let Some(nbs) = &a.nb {
+        if let Some(v) = nbs
+            .iter()
+            .find(|v| !spec.blocks.iter().any(|b| b.nb == **v))
+        {
+            return Err(usage(format!("--nb {v}: no block of the spec has NB {v}")));
+        }
         spec.blocks.retain(|b| nbs.contains(&b.nb));
     }
     if let Some(ps) = &a.pnid {
-        spec.blocks.retain(|b| {
-            ps.iter().any(|p| match (&b.pnid, p.trim()) {
-                (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
-                (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
-            })
-        });
+        let names = |b: &crate::experiment::spec::Block, p: &str| match (&b.pnid, p.trim()) {
+            (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
+            (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
+        };
+        if let Some(p) = ps.iter().find(|p| !spec.blocks.iter().any(|b| names(b, p))) {
+            return Err(usage(format!(
+                "--pnid {p}: no block of the spec (after --nb) has PNID {p}"
+            )));
+        }
+        spec.blocks.retain(|b| ps.iter().any(|p| names(b, p)));
     }
     if let Some(v) = &a.mem {
         spec.mem = v.clone();
@@ -69,8 +81,8 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = a.pattern {
         spec.probe.pattern = v;
     }
-    if let Some(v) = &a.size {
-        spec.probe.size = v.clone();
+    if let Some(v) = a.size {
+        spec.probe.size = v;
     }
     if let Some(v) = a.counts {
         spec.probe.counts = v;

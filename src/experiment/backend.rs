@@ -7,6 +7,7 @@
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::load::{Load, LoadSpec};
 use crate::probe::record::ProbeRecord;
+use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
@@ -175,37 +176,27 @@ impl Host {
         self.trace = Some((tfs, spec, topo.clone()));
     }
 
-    fn probe_args(&self, row: &Row, spec: &ExperimentSpec) -> Vec<String> {
+    /// The probe a sample of `row` runs.
+    fn probe_spec(&self, row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         let p = &spec.probe;
-        let mut a: Vec<String> = vec![
-            "probe".into(),
-            "--json".into(),
-            "--pattern".into(),
-            p.pattern.name().into(),
-            "--size".into(),
-            p.size.clone(),
-            "--counts".into(),
-            p.counts.to_string(),
-            "--thp".into(),
-            p.thp.name().into(),
-            "--observe-every".into(),
-            p.observe_every.to_string(),
-        ];
-        match &row.mem {
-            RowMem::Node(n) => a.extend(["--membind".into(), n.to_string()]),
-            RowMem::Interleave(s) => a.extend(["--interleave".into(), s.to_string()]),
-            RowMem::Float => {}
+        ProbeSpec {
+            pattern: p.pattern,
+            size_bytes: p.size.bytes(),
+            counts: p.counts,
+            cpu: match row.cpu {
+                RowCpu::Node(n) => CpuPlacement::Node(n),
+                RowCpu::Float => CpuPlacement::Float,
+            },
+            mem: match &row.mem {
+                RowMem::Node(n) => MemPlacement::Bind(*n),
+                RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
+                RowMem::Float => MemPlacement::Float,
+            },
+            pnid: (row.pnid >= 0).then_some(row.pnid),
+            pnid_prctl: (row.pnid >= 0).then(|| self.pnid_prctl.clone()).flatten(),
+            thp: p.thp,
+            observe_every: p.observe_every,
         }
-        if let RowCpu::Node(n) = row.cpu {
-            a.extend(["--cpunodebind".into(), n.to_string()]);
-        }
-        if row.pnid >= 0 {
-            a.extend(["--pnid".into(), row.pnid.to_string()]);
-            if let Some(p) = &self.pnid_prctl {
-                a.extend(["--pnid-prctl".into(), p.clone()]);
-            }
-        }
-        a
     }
 }
 
@@ -264,7 +255,12 @@ impl Backend for Host {
             None
         };
         let mut argv: Vec<std::ffi::OsString> = vec![self.exe.clone().into()];
-        argv.extend(self.probe_args(row, spec).iter().map(Into::into));
+        argv.extend(
+            self.probe_spec(row, spec)
+                .child_args()
+                .iter()
+                .map(Into::into),
+        );
         let opts = crate::exec::Options {
             // 1 ms: the probe's wall time is part of what the run reports.
             poll: Duration::from_millis(1),

@@ -41,7 +41,7 @@ pub enum PnidRef {
 #[serde(deny_unknown_fields, default)]
 pub struct ProbeParams {
     pub pattern: Pattern,
-    pub size: String,
+    pub size: crate::units::Size,
     pub counts: u32,
     pub thp: ThpMode,
     pub observe_every: u32,
@@ -51,7 +51,7 @@ impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             pattern: Pattern::RandRw,
-            size: "256M".into(),
+            size: crate::units::Size(256 << 20),
             counts: 4,
             thp: ThpMode::System,
             observe_every: 4096,
@@ -234,10 +234,9 @@ impl ExperimentSpec {
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
         }
-        let size = crate::units::parse_size(&self.probe.size).map_err(usage)?;
-        if size < 4096 {
+        if self.probe.size.bytes() < 4096 {
             return Err(usage(format!(
-                "probe size {:?}: at least one page (4 KiB)",
+                "probe size {}: at least one page (4 KiB)",
                 self.probe.size
             )));
         }
@@ -251,8 +250,8 @@ impl ExperimentSpec {
     /// error instead of an OOM kill.
     pub fn check_memory(&self, sys: &SysRoot, topo: &Topology) -> anyhow::Result<()> {
         self.check()?;
-        let bytes = crate::units::parse_size(&self.probe.size).map_err(usage)?;
-        let what = format!("probe size {:?}", self.probe.size);
+        let bytes = self.probe.size.bytes();
+        let what = format!("probe size {}", self.probe.size);
         crate::probe::memory::check(sys, topo, &what, bytes, None)?;
         let nodes: std::collections::BTreeSet<u32> =
             self.rows(topo)?.iter().filter_map(Row::mem_node).collect();

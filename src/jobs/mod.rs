@@ -74,8 +74,8 @@ pub struct JobsRecord {
 #[derive(Debug, Clone)]
 pub struct JobsSpec {
     pub n: u32,
-    /// `probe` arguments (without `--json`).
-    pub probe_args: Vec<String>,
+    /// What every job runs.
+    pub probe: crate::probe::ProbeSpec,
     /// Background load percent on every CPU (0: none).
     pub load: f64,
     /// Trace with tracefs (else residency is the probes' self-observation).
@@ -101,9 +101,9 @@ pub fn run(
     } else {
         None
     };
-    let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into(), "probe".into()];
-    argv.extend(spec.probe_args.iter().map(Into::into));
-    argv.push("--json".into());
+    let child_args = spec.probe.child_args();
+    let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
+    argv.extend(child_args.iter().map(Into::into));
     let commands = vec![argv; spec.n as usize];
     let opts = exec::Options {
         trace: spec.tracefs.as_ref().map(|tfs| {
@@ -224,7 +224,11 @@ pub fn run(
         nodes: topo.node_ids().iter().collect(),
         num_cpus: topo.online_cpus().len(),
         n: spec.n,
-        probe_args: spec.probe_args.clone(),
+        // The options, as the table's header shows them (no `probe --json`).
+        probe_args: child_args
+            .into_iter()
+            .skip_while(|a| a == "probe" || a == "--json")
+            .collect(),
         load: spec.load,
         elapsed_s,
         average_user_s,
