@@ -310,6 +310,16 @@ fn positive_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `NAME=VALUE` of a knob, checked like a spec file's.
+fn knob_arg(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: give NAME=VALUE"))?;
+    let one = std::collections::BTreeMap::from([(k.trim().to_string(), v.trim().to_string())]);
+    crate::experiment::knobs::check(&one).map_err(|e| e.to_string())?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
 /// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
 fn pnid_token(s: &str) -> Result<String, String> {
     let t = s.trim();
@@ -400,6 +410,13 @@ pub struct RunArgs {
     /// and how migrations correlate with time.
     #[arg(long)]
     pub trace: bool,
+
+    /// A knob every block's rows run under, NAME=VALUE (repeatable):
+    /// `kernel.numa_balancing_*`/`kernel.sched_*` sysctls or debugfs files
+    /// under `sched/`, e.g. `sched/numa_balancing/scan_delay_ms=4294967295`.
+    /// Per-block knobs go in the spec file (`knobs` of a block).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = knob_arg)]
+    pub knob: Vec<(String, String)>,
 
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
     #[arg(long, value_name = "NUMBER[:LAYOUT]")]

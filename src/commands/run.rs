@@ -90,6 +90,11 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if a.trace {
         spec.trace = true;
     }
+    for (k, v) in &a.knob {
+        for b in spec.blocks.iter_mut() {
+            b.knobs.insert(k.clone(), v.clone());
+        }
+    }
     if let Some(v) = a.seed {
         spec.seed = v;
     }

@@ -34,6 +34,14 @@ pub struct Capabilities {
 pub trait Backend {
     fn name(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
+    /// The current content of knob `path` (a system path), if readable.
+    fn read_knob(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+    /// Whether knob `path` can be set by this backend.
+    fn knob_writable(&self, path: &str) -> bool {
+        state::writable(path)
+    }
     /// Sets the row's knobs (journaled in `guard`).
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()>;
     /// Runs one sample. When `stop` is set it abandons the sample and
@@ -66,6 +74,20 @@ pub struct Sampled {
     pub knobs_changed: Vec<String>,
 }
 
+/// Every knob `row` runs under, by system path: NB, migration_cost_ns when
+/// the row has one, and the block's other knobs.
+pub fn row_knobs(row: &Row) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut k = BTreeMap::from([(state::NUMA_BALANCING.to_string(), row.nb.to_string())]);
+    if let Some(c) = row.migration_cost_ns {
+        k.insert(state::MIGRATION_COST.to_string(), c.to_string());
+    }
+    for (name, value) in &row.knobs {
+        let p = super::knobs::path(name).map_err(crate::error::usage)?;
+        k.insert(p, value.clone());
+    }
+    Ok(k)
+}
+
 /// The knobs a run sets, read now (absent ones left out).
 pub fn read_knobs(
     paths: &[&str],
@@ -92,13 +114,15 @@ pub fn changed_knobs(
         .collect()
 }
 
-/// Why `row` cannot run with `caps` on `topo`, if it cannot.
+/// Why `row` cannot run with `caps` on `topo`, if it cannot;
+/// `knob_writable` says whether a knob's system path can be set here.
 pub fn skip_reason(
     row: &Row,
     caps: &Capabilities,
     a: u32,
     b: u32,
     topo: &Topology,
+    knob_writable: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
     if a == b && row.needs_two_nodes {
         return Some(format!("single-node machine: node B is node A ({a})"));
@@ -123,6 +147,18 @@ pub fn skip_reason(
             ))
         }
         _ => {}
+    }
+    for (name, value) in &row.knobs {
+        match super::knobs::path(name) {
+            Ok(p) if knob_writable(&p) => {}
+            Ok(p) => {
+                return Some(format!(
+                    "needs {name}={value} and {p} is not writable here (not root, no debugfs, \
+                     a kernel without that knob, or debugfs locked down)"
+                ))
+            }
+            Err(why) => return Some(why),
+        }
     }
     if let Some(want) = row.migration_cost_ns {
         match caps.migration_cost_ns {
@@ -232,9 +268,10 @@ impl Backend for Host {
     }
 
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
-        guard.set(state::NUMA_BALANCING, &row.nb.to_string())?;
-        if let Some(c) = row.migration_cost_ns {
-            guard.set(state::MIGRATION_COST, &c.to_string())?;
+        let knobs = row_knobs(row)?;
+        guard.reset_except(&knobs.keys().cloned().collect())?;
+        for (path, value) in &knobs {
+            guard.set(path, value)?;
         }
         Ok(())
     }
@@ -246,7 +283,12 @@ impl Backend for Host {
         stop: &Stop,
         guard: &mut Guard,
     ) -> anyhow::Result<Sampled> {
-        let knob_paths = [state::NUMA_BALANCING, state::MIGRATION_COST];
+        let mut knob_paths = vec![
+            state::NUMA_BALANCING.to_string(),
+            state::MIGRATION_COST.into(),
+        ];
+        knob_paths.extend(row_knobs(row)?.into_keys());
+        let knob_paths: Vec<&str> = knob_paths.iter().map(String::as_str).collect();
         let read = |p: &str| std::fs::read_to_string(p).ok();
         let knobs = read_knobs(&knob_paths, read);
         let load = if spec.load > 0.0 {

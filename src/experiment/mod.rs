@@ -6,6 +6,7 @@
 //! ([`record`]) -> reports (`crate::report`).
 
 pub mod backend;
+pub mod knobs;
 pub mod plan;
 pub mod record;
 pub mod runner;

@@ -70,14 +70,26 @@ pub fn create(
     let (a, b) = spec.resolve_nodes(topo)?;
     record::check_new_run_dir(dir)?;
     let caps = backend.capabilities();
+    // Knob values are checked against what the knobs hold now, before the
+    // first change.
+    for blk in &spec.blocks {
+        super::knobs::check_values(&blk.knobs, |p| backend.read_knob(p))?;
+    }
     for r in rows.iter_mut() {
-        r.skip = skip_reason(r, &caps, a, b, topo);
+        r.skip = skip_reason(r, &caps, a, b, topo, &|p| backend.knob_writable(p));
     }
     let runnable = rows.iter().filter(|r| r.skip.is_none()).count() as u64;
+    let mut knob_paths = vec![
+        state::NUMA_BALANCING.to_string(),
+        state::MIGRATION_COST.into(),
+    ];
+    for r in &rows {
+        knob_paths.extend(super::backend::row_knobs(r)?.into_keys());
+    }
     let mut knobs = std::collections::BTreeMap::new();
-    for k in [state::NUMA_BALANCING, state::MIGRATION_COST] {
-        if let Ok(v) = std::fs::read_to_string(k) {
-            knobs.insert(k.to_string(), v.trim().to_string());
+    for k in knob_paths {
+        if let Some(v) = backend.read_knob(&k) {
+            knobs.insert(k, v.trim().to_string());
         }
     }
     let meta = RunMeta {

@@ -12,6 +12,7 @@ use crate::probe::{Pattern, ThpMode};
 use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A node named by role (A, B) or number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +29,11 @@ pub struct Block {
     pub pnid: PnidRef,
     /// kernel.numa_balancing for the block: 0 or 1.
     pub nb: u8,
+    /// Other knobs the block's rows run under ([`super::knobs`]): name ->
+    /// value, e.g. `"sched/numa_balancing/scan_delay_ms" = "4294967295"`.
+    /// Rows of blocks without a knob run with its original value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +91,11 @@ pub struct ExperimentSpec {
 
 impl Default for ExperimentSpec {
     fn default() -> Self {
-        let b = |pnid: PnidRef, nb| Block { pnid, nb };
+        let b = |pnid: PnidRef, nb| Block {
+            pnid,
+            nb,
+            knobs: BTreeMap::new(),
+        };
         ExperimentSpec {
             nodes: Vec::new(),
             samples: 64,
@@ -133,6 +143,9 @@ pub struct Row {
     pub mem: RowMem,
     pub cpu: RowCpu,
     pub migration_cost_ns: Option<u64>,
+    /// The block's other knobs (name -> value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
     /// The row names node B (or interleaves A,B): meaningless where A = B.
     #[serde(default)]
     pub needs_two_nodes: bool,
@@ -154,15 +167,21 @@ impl Row {
             RowCpu::Float => "F".into(),
         }
     }
-    /// `PNID: -1 NB: 0 Mem: 0 CPU: F`, the RFC's parameter column.
+    /// `PNID: -1 NB: 0 Mem: 0 CPU: F`, the RFC's parameter column, with
+    /// the block's other knobs after it when it has any.
     pub fn params(&self) -> String {
-        format!(
+        let mut p = format!(
             "PNID: {} NB: {} Mem: {} CPU: {}",
             self.pnid,
             self.nb,
             self.mem_label(),
             self.cpu_label()
-        )
+        );
+        if !self.knobs.is_empty() {
+            p.push(' ');
+            p.push_str(&super::knobs::label(&self.knobs));
+        }
+        p
     }
     /// The node the row's memory is on, when it is one node.
     pub fn mem_node(&self) -> Option<u32> {
@@ -230,6 +249,7 @@ impl ExperimentSpec {
             if b.nb > 1 {
                 return Err(usage(format!("nb {}: must be 0 or 1", b.nb)));
             }
+            super::knobs::check(&b.knobs)?;
         }
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
@@ -315,7 +335,7 @@ impl ExperimentSpec {
                 },
             };
             let pnid_b = matches!(&blk.pnid, PnidRef::Role(r) if is_b(r));
-            blocks.push((pnid, blk.nb, pnid_b));
+            blocks.push((pnid, blk.nb, pnid_b, &blk.knobs));
         }
         let costs: Vec<Option<u64>> = if self.migration_cost_ns.is_empty() {
             vec![None]
@@ -324,7 +344,7 @@ impl ExperimentSpec {
         };
         let mut rows = Vec::new();
         for cost in costs {
-            for (bi, (pnid, nb, pnid_b)) in blocks.iter().enumerate() {
+            for (bi, (pnid, nb, pnid_b, knobs)) in blocks.iter().enumerate() {
                 for (m, mem_b) in &mems {
                     for (c, cpu_b) in &cpus {
                         rows.push(Row {
@@ -335,6 +355,7 @@ impl ExperimentSpec {
                             mem: m.clone(),
                             cpu: c.clone(),
                             migration_cost_ns: cost,
+                            knobs: (*knobs).clone(),
                             needs_two_nodes: *pnid_b || *mem_b || *cpu_b,
                             skip: None,
                         });

@@ -489,6 +489,28 @@ impl Guard {
         std::fs::write(&at, value).with_context(|| format!("writing {value} to {}", at.display()))
     }
 
+    /// Puts every journaled knob not in `keep` back to its original value
+    /// (a row without a knob runs with the system's own value, whatever
+    /// the row before it set). They stay journaled: a later row may set
+    /// them again.
+    pub fn reset_except(
+        &mut self,
+        keep: &std::collections::BTreeSet<String>,
+    ) -> anyhow::Result<()> {
+        for (path, orig) in &self.journal.originals {
+            if keep.contains(path) {
+                continue;
+            }
+            let at = self.journal.at(path);
+            let cur = std::fs::read_to_string(&at).unwrap_or_default();
+            if cur.trim() != orig.trim() {
+                std::fs::write(&at, orig.trim())
+                    .with_context(|| format!("writing {} back to {}", orig.trim(), at.display()))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Restores everything and removes the journal.
     pub fn restore(&mut self) -> anyhow::Result<Vec<String>> {
         if !self.active {
