@@ -94,6 +94,7 @@ fn spec() -> ExperimentSpec {
         blocks: vec![Block {
             pnid: PnidRef::Num(-1),
             nb: 0,
+            knobs: Default::default(),
         }],
         mem: vec!["A".into(), "B".into()],
         cpu: vec!["A".into()],
