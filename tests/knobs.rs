@@ -129,3 +129,17 @@ fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
     assert_eq!(read(&root, state::NUMA_BALANCING), "0");
     assert!(!state::journal_path(&state_dir).exists());
 }
+
+#[test]
+fn the_no_fault_example_spec_parses_with_its_scan_knobs() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/pnid-nofault.toml"
+    ))
+    .unwrap();
+    let spec = ExperimentSpec::from_toml(&text, "pnid-nofault.toml").unwrap();
+    spec.check().unwrap();
+    assert_eq!(spec.blocks.len(), 4);
+    assert_eq!(spec.blocks[2].knobs.len(), 3);
+    assert!(spec.blocks.iter().filter(|b| b.knobs.is_empty()).count() == 3);
+}
