@@ -104,14 +104,22 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         tracefs,
         buffer_kb: a.buffer_kb,
     };
-    let tty = std::io::stderr().is_terminal();
-    let rec = jobs::run(&topo, &jspec, &mut guard, &stop, |done, n, t| {
-        if tty {
-            eprint!("\r\x1b[Kjobs: {done}/{n} finished, {t:.1} s");
+    // Progress on a terminal only: jobs finished of N, elapsed (indicatif).
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(n as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("jobs: {pos}/{len} finished | {elapsed}")
+                .expect("a valid template"),
+        );
+        b
+    });
+    let rec = jobs::run(&topo, &jspec, &mut guard, &stop, |done, _, _| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
         }
     });
-    if tty {
-        eprintln!();
+    if let Some(b) = bar {
+        b.finish();
     }
     guard.restore()?;
     let rec = rec.map_err(|e| {
