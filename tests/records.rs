@@ -3,89 +3,17 @@
 //! line is an error naming file and line with nothing changed, and
 //! duplicates or unplanned records are reported, never silently counted.
 
-use numalab::experiment::backend::{Backend, Capabilities, Sampled};
+mod common;
+
+use common::mock::{self, Mock};
 use numalab::experiment::record::{self, RunMeta, SampleRecord, SamplesFile};
 use numalab::experiment::runner::{self, RunObserver};
 use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Row};
-use numalab::probe::record::ProbeRecord;
-use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
 use numalab::report::observer::ExportObserver;
 use numalab::sys::signals::Stop;
-use numalab::sys::state::{Guard, StateLock};
 use numalab::topology::{presets, Topology};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// Records every sample from one real tiny probe; trips `stop` after
-/// `stop_after` samples.
-struct Mock {
-    calls: usize,
-    stop_after: usize,
-    template: ProbeRecord,
-}
-
-impl Backend for Mock {
-    fn name(&self) -> &'static str {
-        "mock"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            numa_balancing: Some(0),
-            can_set_numa_balancing: true,
-            migration_cost_ns: None,
-            can_set_migration_cost: false,
-            pnid: Err("mock has no PNID".into()),
-        }
-    }
-    fn prepare(&mut self, _: &Row, _: &mut Guard) -> anyhow::Result<()> {
-        Ok(())
-    }
-    fn sample(
-        &mut self,
-        row: &Row,
-        _: &ExperimentSpec,
-        stop: &Stop,
-        _: &mut Guard,
-    ) -> anyhow::Result<Sampled> {
-        self.calls += 1;
-        if self.calls >= self.stop_after {
-            stop.raise(libc::SIGINT);
-        }
-        let mut r = self.template.clone();
-        r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000;
-        Ok(Sampled {
-            probe: r,
-            wall_ns: r_wall(),
-            trace: None,
-            numa_balancing: Some(row.nb),
-            knobs: Default::default(),
-            knobs_changed: Vec::new(),
-        })
-    }
-}
-
-fn r_wall() -> u64 {
-    1_000_001_000
-}
-
-fn template() -> ProbeRecord {
-    let spec = ProbeSpec {
-        pattern: Pattern::RandRw,
-        size_bytes: 4096,
-        counts: 1,
-        cpu: CpuPlacement::Float,
-        mem: MemPlacement::Float,
-        pnid: None,
-        pnid_prctl: None,
-        thp: ThpMode::System,
-        observe_every: 64,
-    };
-    let here =
-        numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))
-            .unwrap();
-    let v = probe::validate(&spec, &here).unwrap();
-    probe::run::run(&v, &here, |_, _| {}).unwrap()
-}
 
 /// 2 rows x 8 samples = 16 planned.
 fn spec() -> ExperimentSpec {
@@ -118,11 +46,7 @@ fn run_until(n: usize) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let journal = tmp.path().join("restore.json");
-    let mut mock = Mock {
-        calls: 0,
-        stop_after: n,
-        template: template(),
-    };
+    let mut mock = Mock::new(n);
     let meta = runner::create(&mock, &topo(), spec(), &dir).unwrap();
     assert_eq!(meta.planned_samples, 16);
     execute(
@@ -147,8 +71,9 @@ fn execute(
     obs: &mut dyn RunObserver,
 ) -> anyhow::Result<runner::Outcome> {
     let stop = Stop::new();
-    let state = journal.parent().unwrap().join("state");
-    let mut guard = Guard::new(StateLock::acquire(&state, "test").unwrap(), dir);
+    let tmp = journal.parent().unwrap();
+    let (root, _) = mock::scratch_root(tmp);
+    let mut guard = mock::guard(&tmp.join("state"), dir, &root);
     runner::execute(mock, &topo(), dir, &mut guard, &stop, obs)
 }
 

@@ -3,124 +3,36 @@
 //! journal are restored after every stop, a torn record line is dropped, and
 //! reports rebuild from records alone.
 
-use numalab::experiment::backend::{Backend, Capabilities, Sampled};
+mod common;
+
+use common::mock::{self, Mock};
 use numalab::experiment::record::{self};
-use numalab::experiment::spec::{ExperimentSpec, Row};
+use numalab::experiment::spec::ExperimentSpec;
 use numalab::experiment::{plan, runner};
-use numalab::probe::record::ProbeRecord;
-use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
 use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
 use numalab::sys::signals::Stop;
-use numalab::sys::state::{self, Guard, Journal, StateLock};
-use numalab::topology::{presets, Topology};
+use numalab::sys::state::{self, Journal};
+use numalab::topology::presets;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-/// Runs a real (tiny) probe in-process for every sample; writes the row's NB
-/// into a scratch tree's kernel.numa_balancing through the guard; trips
-/// `stop` after `stop_after` samples.
-struct Mock {
-    knob: PathBuf,
-    calls: usize,
-    stop_after: usize,
-    template: ProbeRecord,
-}
-
-impl Backend for Mock {
-    fn name(&self) -> &'static str {
-        "mock"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            numa_balancing: Some(0),
-            can_set_numa_balancing: true,
-            migration_cost_ns: None,
-            can_set_migration_cost: false,
-            pnid: Err("mock has no PNID".into()),
-        }
-    }
-    fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
-        guard.set(state::NUMA_BALANCING, &row.nb.to_string())
-    }
-    fn sample(
-        &mut self,
-        row: &Row,
-        _: &ExperimentSpec,
-        stop: &Stop,
-        _: &mut Guard,
-    ) -> anyhow::Result<Sampled> {
-        self.calls += 1;
-        if self.calls >= self.stop_after {
-            stop.raise(libc::SIGINT);
-        }
-        let mut r = self.template.clone();
-        r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
-        let wall = r.timing.total_ns + 1000;
-        Ok(Sampled {
-            probe: r,
-            wall_ns: wall,
-            trace: None,
-            numa_balancing: std::fs::read_to_string(&self.knob)
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
-            knobs: Default::default(),
-            // One sample sees a knob change under it (as if an admin wrote
-            // numa_balancing mid-sample): the report must flag its row.
-            knobs_changed: if self.calls == 5 {
-                vec![state::NUMA_BALANCING.to_string()]
-            } else {
-                Vec::new()
-            },
-        })
-    }
-}
-
-fn template(topo: &Topology) -> ProbeRecord {
-    let spec = ProbeSpec {
-        pattern: Pattern::RandRw,
-        size_bytes: 4096,
-        counts: 1,
-        cpu: CpuPlacement::Float,
-        mem: MemPlacement::Float,
-        pnid: None,
-        pnid_prctl: None,
-        thp: ThpMode::System,
-        observe_every: 64,
-    };
-    // A real probe on this machine, used as the shape of every mock record.
-    let here =
-        numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))
-            .unwrap();
-    let v = probe::validate(&spec, &here).unwrap();
-    let _ = topo;
-    probe::run::run(&v, &here, |_, _| {}).unwrap()
-}
 
 #[test]
 fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let topo = presets::find("xeon-8167m-2n").unwrap().topology();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let root = tmp.path().join("root");
-    let knob = root.join("proc/sys/kernel/numa_balancing");
-    std::fs::create_dir_all(knob.parent().unwrap()).unwrap();
-    std::fs::write(&knob, "0\n").unwrap();
+    let (root, knob) = mock::scratch_root(tmp.path());
     let state_dir = tmp.path().join("state");
     let journal = state::journal_path(&state_dir);
-    let guard = |dir: &std::path::Path| {
-        Guard::with_root(StateLock::acquire(&state_dir, "test").unwrap(), dir, &root)
-    };
+    let guard = |dir: &std::path::Path| mock::guard(&state_dir, dir, &root);
     let spec = ExperimentSpec {
         samples: 3,
         ..Default::default()
     };
-    let mut mock = Mock {
-        knob: knob.clone(),
-        calls: 0,
-        stop_after: 20,
-        template: template(&topo),
-    };
+    let mut mock = Mock::new(20);
+    // One sample sees a knob change under it (as if an admin wrote
+    // numa_balancing mid-sample): the report must flag its row.
+    mock.knob_change_at = Some(5);
     let meta = runner::create(&mock, &topo, spec.clone(), &dir).unwrap();
     // PNID rows are skipped (no interface): 2 blocks x 9 rows x 3 samples.
     assert_eq!(meta.planned_samples, 54);

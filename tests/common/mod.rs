@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod mock;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
