@@ -8,17 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn numalab(args: &[&str], state: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NUMALAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+
+use common::numalab;
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -3,17 +3,9 @@
 
 use std::process::Command;
 
-fn numalab(args: &[&str], state: &std::path::Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NUMALAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+
+use common::numalab;
 
 #[test]
 fn bad_run_specs_exit_2_before_any_change() {
