@@ -202,7 +202,7 @@ fn sizes_beyond_available_memory_exit_2_naming_the_source() {
         ),
         (
             vec!["run", "--size", "2G", "--out", o],
-            vec!["probe size \"2G\"", meminfo.as_str()],
+            vec!["probe size 2G", meminfo.as_str()],
         ),
         (
             vec!["run", "--size", "240M", "--mem", "B", "--out", o],
