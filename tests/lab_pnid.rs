@@ -5,6 +5,9 @@
 //! in /proc/PID/sched while the probe runs; and the prctl itself (through
 //! lab/kernel/pnidctl.c) refuses bad nodes, reads back what was set, clears,
 //! works on other pids, and resets on fork but not for threads or exec.
+//! And the scheduler side: a running probe forced (by pid) to the node away
+//! from its memory ends up on the forced node, NUMA balancing's faults
+//! notwithstanding.
 //! Plus a host-side check of lab/kernel/build's config verification.
 //!
 //! The stock Debian kernel's refusal of --pnid is checked in lab_probe.
@@ -86,6 +89,21 @@ if [ -n "$PNIDCTL" ]; then
     echo "other-sched-cleared $(grep -E '^numa_preferred_nid(_force)? ' /proc/$S/sched | tr -s ' ' | tr '\n' ';')"
     kill $S
     r=$($C get 99999); echo "nopid $r rc=$?"
+    echo @@move
+    # The scheduler side: a probe with its memory first-touched where it
+    # started is forced, by pid, to the other node. With NUMA balancing on,
+    # the forced node must win over the faults (which point at the memory)
+    # and the task must end up there.
+    echo 1 > /proc/sys/kernel/numa_balancing
+    numalab probe --size 16M --counts 24 --json > /tmp/move.json 2>&1 &
+    P=$!
+    sleep 1
+    cpu=$(awk '{ print $39 }' /proc/$P/stat)
+    node=$(ls -d /sys/devices/system/cpu/cpu$cpu/node[0-9]* | sed 's/.*node//')
+    other=$((1 - node))
+    echo "started $node forced $other $($C set $other $P)"
+    wait $P; echo "rc=$?"
+    cat /tmp/move.json
 else
     echo "no pnidctl"
 fi
@@ -235,6 +253,34 @@ fn pnid_patch_on_the_lab_kernel() {
     );
     assert_eq!(sched_value(o, "numa_preferred_nid"), Some(-1), "{ctl}");
     assert!(field(ctl, "nopid").contains("ESRCH"), "{ctl}");
+
+    // Forced to the node away from its memory, the probe ends up there.
+    let mv = &s["move"];
+    let w: Vec<&str> = field(mv, "started").split_whitespace().collect();
+    assert_eq!((w.len(), w[1], w[3]), (4, "forced", "ok"), "{mv}");
+    let other: u64 = w[2].parse().unwrap();
+    assert!(mv.contains("rc=0"), "{mv}");
+    let m = record(&s, "move");
+    let ms = &m["numa"]["sched"];
+    eprintln!(
+        "forced from node {} to {other}: residency {}, cross-node moves {}, \
+         NUMA pages migrated {}",
+        w[0],
+        m["residency"]["node_pct"],
+        m["migrations_whole"]["cross_node"],
+        ms["numa_pages_migrated"]
+    );
+    assert_eq!(ms["numa_preferred_nid_force"], other, "{ms}");
+    assert_eq!(ms["numa_preferred_nid"], other, "{ms}");
+    assert_eq!(
+        ms["current_node"], other,
+        "did not move to the forced node: {ms}"
+    );
+    assert!(
+        m["migrations_whole"]["cross_node"].as_u64().unwrap() >= 1,
+        "{}",
+        m["migrations_whole"]
+    );
 }
 
 /// lab/kernel/build's check that the config fragment stuck, on fake
