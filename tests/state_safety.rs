@@ -281,9 +281,13 @@ fn tmp_leftovers() -> Vec<PathBuf> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
+        // What numalab itself left there before it wrote children's output
+        // to memfds (lab/guest's own numalab-lab.* dirs are not numalab's).
         .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("numalab-"))
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("numalab-probe-") || n.starts_with("numalab-jobs-")
+            })
         })
         .collect()
 }
