@@ -12,9 +12,10 @@ mod prop_common;
 use numalab::idset::{IdSet, MAX_ID};
 use numalab::probe::pnid;
 use numalab::{sys, units};
-use prop_common::{apply, config, edits, noisy_text};
+use prop_common::{apply, config, config_scaled, edits, noisy_text, within};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 /// Lists as the kernel and users write them, for mutation.
 const SEEDS: &[&str] = &[
@@ -162,5 +163,24 @@ proptest! {
         });
         prop_assert_eq!(sys::sched_field(&text, &name), first.or(Some(v)));
         let _ = sys::sched_field(&noise, &name);
+    }
+}
+
+proptest! {
+    // Each case marks up to 100 x 65537 ids: fewer cases.
+    #![proptest_config(config_scaled("prop_lists", 250))]
+
+    #[test]
+    fn many_large_items_parse_in_bounded_time(
+        items in prop::collection::vec((0..=MAX_ID, 0..=MAX_ID), 1..100),
+    ) {
+        let text: Vec<String> = items
+            .iter()
+            .map(|&(a, b)| format!("{}-{}", a.min(b), a.max(b)))
+            .collect();
+        let text = text.join(",");
+        let set = within(Duration::from_secs(2), "IdSet::parse", || IdSet::parse(&text)).unwrap();
+        let want = items.iter().map(|&(a, b)| a.max(b)).max();
+        prop_assert_eq!(set.last(), want);
     }
 }
