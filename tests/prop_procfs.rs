@@ -1,7 +1,8 @@
 //! Property tests for the procfs text parsers: /proc/PID/sched
 //! ([`numastat::parse_proc_sched_numa`]), /proc/vmstat
 //! ([`numastat::parse_vmstat_numa`]), /proc/stat ([`procstat::parse`]) and
-//! /proc/PID/numa_maps ([`pages::bytes_per_node`]).
+//! /proc/PID/numa_maps ([`pages::bytes_per_node`]), and the PNID evidence
+//! in /proc/kallsyms, /proc/self/sched and osrelease ([`pnid::detect`]).
 //!
 //! These parsers are fail-soft by design (a line that does not parse is
 //! skipped), so the properties are: no panic on arbitrary or mutated real
@@ -13,6 +14,7 @@ mod prop_common;
 use numalab::analysis::numastat::{self, NodeFaults, NumaSched};
 use numalab::analysis::pages;
 use numalab::load::procstat;
+use numalab::probe::pnid;
 use prop_common::{apply, config, edits, noisy_text};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -205,6 +207,36 @@ proptest! {
         if let Some(n) = pages::majority_node(&got) {
             let total: u128 = got.values().map(|&b| b as u128).sum();
             prop_assert!(got[&n] as u128 * 2 > total);
+        }
+    }
+}
+
+const KALLSYMS: &str = "ffffffff81000000 T _stext\nffffffff81234560 T prctl_chg_pref_nid\n\
+ffffffff81234570 t futex_hash_prctl\nffffffffc0000000 t foo\t[mod]\n";
+
+proptest! {
+    #![proptest_config(config("prop_procfs"))]
+
+    #[test]
+    fn pnid_evidence_never_panics(
+        ke in edits(), se in edits(), release in prop_oneof![
+            noisy_text(), "[0-9]{1,25}\\.[0-9]{1,25}(\\.[0-9]+)?(-[a-z0-9_+]+)?\n",
+        ],
+        force in any::<bool>(),
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("self")).unwrap();
+        std::fs::create_dir_all(d.path().join("sys/kernel")).unwrap();
+        std::fs::write(d.path().join("kallsyms"), apply(KALLSYMS, &ke)).unwrap();
+        let mut sched = apply(SCHED, &se);
+        if force {
+            sched.push_str("numa_preferred_nid_force                     :                   -1\n");
+        }
+        std::fs::write(d.path().join("self/sched"), sched).unwrap();
+        std::fs::write(d.path().join("sys/kernel/osrelease"), &release).unwrap();
+        match pnid::detect(d.path()) {
+            Ok(i) => prop_assert!([78, 101].contains(&i.option), "{:?}", i),
+            Err(e) => prop_assert_eq!(numalab::error::exit_code(&e), 2, "{}", e),
         }
     }
 }
