@@ -1,16 +1,20 @@
 //! Shared support for the property tests (`tests/prop_*.rs`): the run
 //! length, and structure-aware mutations of real inputs.
 //!
-//! Run length: `NUMALAB_PROPTEST_CASES` cases per property (default
-//! [`DEFAULT_CASES`], about a second or less per property in release mode).
-//! A long run: `NUMALAB_PROPTEST_CASES=100000 cargo test --release --test 'prop_*'`.
+//! Run length: `NUMALAB_PROPTEST_CASES` cases per property, by default
+//! [`DEFAULT_CASES`] (1024 in release builds, 256 in debug builds: well
+//! under a second per property either way, a few seconds per file). A long
+//! run, with overflow checks as in debug builds (most bugs these tests
+//! found were arithmetic overflows, which release builds wrap silently):
+//! `NUMALAB_PROPTEST_CASES=100000 CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
+//! cargo test --release --test 'prop_*'`.
 #![allow(dead_code)]
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 
 /// Cases per property unless `NUMALAB_PROPTEST_CASES` says otherwise.
-pub const DEFAULT_CASES: u32 = 256;
+pub const DEFAULT_CASES: u32 = if cfg!(debug_assertions) { 256 } else { 1024 };
 
 /// Cases per property: `NUMALAB_PROPTEST_CASES`, else [`DEFAULT_CASES`],
 /// scaled by `per_mille` (for properties whose cases are expensive).
