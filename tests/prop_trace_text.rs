@@ -65,12 +65,13 @@ fn check(input: &str) {
 }
 
 /// Comms as the kernel allows them (up to 15 bytes), with the characters
-/// that make them hard to delimit; not `: ` (a comm `1.5: x: y` in the
-/// line prefix reads like a timestamp and an event name).
+/// that make them hard to delimit, including timestamp-like `1.5: x: y`.
 fn comm() -> impl Strategy<Value = String> {
-    "[a-zA-Z0-9_/:. =-]{0,14}[a-zA-Z0-9_/.-]".prop_filter("no timestamp-like `: `", |c| {
-        !c.contains(": ") && !c.starts_with(' ')
-    })
+    prop_oneof![
+        "[a-zA-Z0-9_/:. =-]{0,14}[a-zA-Z0-9_/.-]",
+        "[0-9]{1,3}(\\.[0-9]{1,3})?: [a-z_]{1,4}: [a-z0-9]{0,2}",
+    ]
+    .prop_filter("no leading space", |c| !c.starts_with(' '))
 }
 
 const STATES: &[&str] = &["R", "R+", "S", "D", "D|K", "I", "X", "Z", "T", "t"];
