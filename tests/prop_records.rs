@@ -258,3 +258,19 @@ fn spec_with_absurd_sample_count_is_an_error_not_an_allocation() {
     assert!(e.to_string().contains("run.json"), "{e}");
     assert_eq!(numalab::error::exit_code(&e), 2);
 }
+
+/// Deeply nested documents: an error, not a stack overflow.
+#[test]
+fn deeply_nested_toml_and_json_are_errors_not_stack_overflows() {
+    for depth in [1_000, 100_000] {
+        let toml = format!("samples = {}1{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(ExperimentSpec::from_toml(&toml, "deep.toml").is_err());
+        let toml = format!("probe = {}", "{ a = ".repeat(depth));
+        assert!(ExperimentSpec::from_toml(&toml, "deep.toml").is_err());
+        let json = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        all_json(&json);
+        assert!(Topology::from_json(&json, "deep.json").is_err());
+        let json = format!("{{\"spec\":{}", "{\"a\":".repeat(depth));
+        all_json(&json);
+    }
+}

@@ -215,6 +215,38 @@ fn huge_values_in_list_and_number_files() {
         .unwrap();
 }
 
+/// Node meminfo sizes of any magnitude: bytes, or a parse error naming
+/// the line, never an overflow.
+#[test]
+fn node_meminfo_sizes_of_any_magnitude() {
+    let t = trees();
+    let (root, files) = &t.roots[0];
+    let f = files
+        .iter()
+        .find(|p| p.ends_with("node0/meminfo"))
+        .unwrap()
+        .clone();
+    let _restore = Restore(f.clone(), std::fs::read(&f).unwrap());
+    let value = prop_oneof![
+        prop::sample::select(prop_common::NASTY_NUMBERS).prop_map(str::to_string),
+        any::<u64>().prop_map(|v| v.to_string()),
+        (0u64..1 << 40).prop_map(|v| v.to_string()),
+    ];
+    runner("prop_sysfs", 250)
+        .run(&(value.clone(), value), |(total, free)| {
+            let text = format!("Node 0 MemTotal: {total} kB\nNode 0 MemFree: {free} kB\n");
+            std::fs::write(&f, &text).unwrap();
+            check(root, &f, Some(&text));
+            if let Ok(topo) = read_topology(&SysRoot::new(root)) {
+                let kb = |v: &str| v.parse::<u64>().ok().and_then(|k| k.checked_mul(1024));
+                prop_assert_eq!(topo.nodes[0].mem_total_bytes, kb(&total));
+                prop_assert_eq!(topo.nodes[0].mem_free_bytes, kb(&free));
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn seeds() -> Vec<String> {
     presets::PRESETS
         .iter()

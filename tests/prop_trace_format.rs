@@ -1,6 +1,7 @@
 //! Property tests for the tracefs format files: event `format` files
 //! ([`EventFormat::parse`]), `events/header_page` ([`PageHeader::parse`]),
-//! and reading a field from a record ([`Field::int`]).
+//! reading a field from a record ([`Field::int`]), and the record decoder
+//! built from parsed formats ([`Decoder::new`]).
 //!
 //! Properties: no panic on arbitrary or mutated real files; errors carry
 //! the path and the offending line (or text); a header never describes a
@@ -9,7 +10,9 @@
 
 mod prop_common;
 
+use numalab::trace::decode::Decoder;
 use numalab::trace::format::{EventFormat, Field, PageHeader};
+use numalab::trace::ringbuf::RawRecord;
 use prop_common::{apply, config, edits, noisy_text, NASTY_NUMBERS};
 use proptest::prelude::*;
 
@@ -74,6 +77,17 @@ fn check_format(text: &str) {
             for x in &f.fields {
                 let _ = x.int(&rec);
                 let _ = x.int(&rec[..3]);
+            }
+            // A decoder built from it decodes or skips any record.
+            match Decoder::new(std::slice::from_ref(&f)) {
+                Ok(d) => {
+                    let mut r = rec.to_vec();
+                    r[..2].copy_from_slice(&f.id.to_ne_bytes());
+                    for data in [&r[..], &r[..2], &r[..1], &[][..]] {
+                        let _ = d.decode(0, &RawRecord { ts_ns: 1, data });
+                    }
+                }
+                Err(e) => assert!(e.contains(&f.name) || e.contains("event"), "{e}"),
             }
         }
         Err(e) => {
