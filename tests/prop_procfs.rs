@@ -2,7 +2,8 @@
 //! ([`numastat::parse_proc_sched_numa`]), /proc/vmstat
 //! ([`numastat::parse_vmstat_numa`]), /proc/stat ([`procstat::parse`]) and
 //! /proc/PID/numa_maps ([`pages::bytes_per_node`]), and the PNID evidence
-//! in /proc/kallsyms, /proc/self/sched and osrelease ([`pnid::detect`]).
+//! in /proc/kallsyms, /proc/self/sched and osrelease ([`pnid::detect`]),
+//! and the tracefs mount in /proc/mounts ([`tracefs::find_in_mounts`]).
 //!
 //! These parsers are fail-soft by design (a line that does not parse is
 //! skipped), so the properties are: no panic on arbitrary or mutated real
@@ -15,6 +16,7 @@ use numalab::analysis::numastat::{self, NodeFaults, NumaSched};
 use numalab::analysis::pages;
 use numalab::load::procstat;
 use numalab::probe::pnid;
+use numalab::trace::tracefs;
 use prop_common::{apply, config, edits, noisy_text};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -238,5 +240,49 @@ proptest! {
             Ok(i) => prop_assert!([78, 101].contains(&i.option), "{:?}", i),
             Err(e) => prop_assert_eq!(numalab::error::exit_code(&e), 2, "{}", e),
         }
+    }
+}
+
+const MOUNTS: &str = "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0
+proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0
+debugfs /sys/kernel/debug debugfs rw,nosuid,nodev,noexec,relatime 0 0
+tracefs /sys/kernel/tracing tracefs rw,nosuid,nodev,noexec,relatime 0 0
+/dev/sda1 /mnt/my\\040disk ext4 rw,relatime 0 0
+";
+
+/// How the kernel writes a path in /proc/mounts (`mangle()`: space, tab,
+/// newline and backslash as `\ooo`).
+fn mangle(p: &str) -> String {
+    p.chars()
+        .map(|c| match c {
+            ' ' | '\t' | '\n' | '\\' => format!("\\{:03o}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(config("prop_procfs"))]
+
+    #[test]
+    fn mounts_never_panic(
+        text in prop_oneof![
+            noisy_text(),
+            "([a-z]{1,5} /([a-z0-9]|\\\\[0-9]{0,4}){0,8} (tracefs|debugfs|ext4) rw 0 0\n){0,4}",
+        ],
+        e in edits(),
+    ) {
+        let _ = tracefs::find_in_mounts(&text);
+        let _ = tracefs::find_in_mounts(&apply(MOUNTS, &e));
+    }
+
+    #[test]
+    fn mounts_path_round_trip(path in "/[a-zA-Z0-9 \t\n\\\\_.é-]{0,24}", other in "/[a-z]{1,8}") {
+        let text = format!(
+            "proc /proc proc rw 0 0\nnone {} ext4 rw 0 0\ntracefs {} tracefs rw 0 0\n",
+            mangle(&other),
+            mangle(&path)
+        );
+        prop_assert_eq!(tracefs::find_in_mounts(&text), Some(std::path::PathBuf::from(&path)));
     }
 }
