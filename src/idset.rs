@@ -279,14 +279,15 @@ mod tests {
     }
 
     /// Found by tests/prop_lists.rs: `0-65536,` repeated (8 kB) took 3.4 s
-    /// (each item inserted 65537 ids into the BTreeSet again).
+    /// in release (each item inserted 65537 ids into the BTreeSet again).
     #[test]
     fn idset_repeated_full_ranges_parse_quickly() {
         let input = "0-65536,".repeat(250) + "7";
         let t = std::time::Instant::now();
         assert_eq!(p(&input).len(), MAX_ID as usize + 1);
+        // Generous for a loaded machine: ~0.1 s now, seconds before.
         assert!(
-            t.elapsed() < std::time::Duration::from_secs(2),
+            t.elapsed() < std::time::Duration::from_secs(5),
             "{:?}",
             t.elapsed()
         );
