@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what numalab's tests and lab need, when missing: QEMU, Debian's
 # kernel, busybox-static, numactl (reference output), cpio, gcc (reference
-# probe), and the rustfmt/clippy components. Idempotent; quiet when all is there.
+# probe), the source and tools to build the patched lab kernel
+# (lab/kernel/build: linux-source-6.12, make, flex, bison, bc, libelf-dev,
+# patch), and the rustfmt/clippy components. Idempotent; quiet when all is
+# there.
 set -euo pipefail
 
 need=()
@@ -11,6 +14,16 @@ compgen -G '/boot/vmlinuz-*' >/dev/null || need+=(linux-image-amd64)
 command -v numactl >/dev/null || need+=(numactl)
 command -v cpio >/dev/null || need+=(cpio)
 command -v gcc >/dev/null || need+=(gcc)
+# The lab kernel (tests/lab_pnid.rs builds it when lab/.cache lacks it).
+[ -e /usr/src/linux-source-6.12.tar.xz ] || need+=(linux-source-6.12)
+command -v make >/dev/null || need+=(make)
+command -v flex >/dev/null || need+=(flex)
+command -v bison >/dev/null || need+=(bison)
+command -v bc >/dev/null || need+=(bc)
+command -v patch >/dev/null || need+=(patch)
+[ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+# gcc -static for lab/kernel/pnidctl.c needs libc.a.
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ]; then

@@ -94,7 +94,7 @@ pub struct TraceArgs {
     pub mem_node: Option<u32>,
 
     /// Stop tracing after this many seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub duration: Option<f64>,
 
     /// Do not follow children the traced tasks fork.
@@ -102,7 +102,7 @@ pub struct TraceArgs {
     pub no_follow: bool,
 
     /// Trace buffer per CPU, in kB.
-    #[arg(long, value_name = "KB")]
+    #[arg(long, value_name = "KB", value_parser = clap::value_parser!(u32).range(1..))]
     pub buffer_kb: Option<u32>,
 
     /// Print the record as JSON (schema numalab.trace/1) instead of the
@@ -127,7 +127,7 @@ pub struct TraceArgs {
 pub struct JobsArgs {
     /// How many probes to run at once (may exceed the CPUs: the document
     /// ran 24 on 16).
-    #[arg(required_unless_present = "from")]
+    #[arg(required_unless_present = "from", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub n: Option<u32>,
 
     /// Access pattern of every probe (default: the document's a[ix[i]] += b[i]).
@@ -136,14 +136,14 @@ pub struct JobsArgs {
 
     /// Buffer size of every probe.
     #[arg(long, default_value = "32M")]
-    pub size: String,
+    pub size: crate::units::Size,
 
     /// Outer iterations of every probe.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub counts: u32,
 
     /// Background load percent on every CPU while the jobs run (0: none).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = percent)]
     pub load: f64,
 
     /// Do not trace: time per node comes from each probe's own sampling.
@@ -151,7 +151,8 @@ pub struct JobsArgs {
     pub no_trace: bool,
 
     /// Trace buffer per CPU, in kB.
-    #[arg(long, value_name = "KB", default_value_t = crate::trace::live::DEFAULT_BUFFER_KB)]
+    #[arg(long, value_name = "KB", default_value_t = crate::trace::live::DEFAULT_BUFFER_KB,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub buffer_kb: u32,
 
     #[arg(long, value_enum, default_value = "text")]
@@ -225,7 +226,7 @@ pub struct ProbeArgs {
     pub size: u64,
 
     /// Outer iterations, each one timed pass of the inner loop.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub counts: u32,
 
     /// Hard affinity to this node's CPUs (default: float).
@@ -271,7 +272,7 @@ pub struct ProbeArgs {
 #[derive(Debug, Args, Clone)]
 pub struct LoadArgs {
     /// Percent of each CPU to keep busy (0-100).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = percent)]
     pub percent: f64,
 
     /// CPUs to load (default: every CPU this process may use).
@@ -285,12 +286,49 @@ pub struct LoadArgs {
     pub period_ms: f64,
 
     /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = positive_secs)]
     pub duration: Option<f64>,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     crate::units::parse_size(s)
+}
+
+/// A percentage, 0 to 100.
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a percentage from 0 to 100")),
+    }
+}
+
+/// A positive, finite number of seconds.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+/// `NAME=VALUE` of a knob, checked like a spec file's.
+fn knob_arg(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: give NAME=VALUE"))?;
+    let one = std::collections::BTreeMap::from([(k.trim().to_string(), v.trim().to_string())]);
+    crate::experiment::knobs::check(&one).map_err(|e| e.to_string())?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
+fn pnid_token(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let ok = matches!(t, "-1" | "A" | "a" | "B" | "b") || t.parse::<u32>().is_ok();
+    if ok {
+        Ok(t.to_string())
+    } else {
+        Err(format!("{s:?} is not -1, A, B or a node number"))
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -312,7 +350,7 @@ pub struct RunArgs {
     pub nodes: Option<String>,
 
     /// Samples per row (default 64, as the RFC).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
 
     /// About a minute on a small machine: 4 samples, 128 MiB, 4 passes.
@@ -320,7 +358,7 @@ pub struct RunArgs {
     pub quick: bool,
 
     /// Background load percent on every CPU (default 60).
-    #[arg(long)]
+    #[arg(long, value_parser = percent)]
     pub load: Option<f64>,
 
     /// sched migration_cost_ns values, each a separate block of rows.
@@ -328,7 +366,8 @@ pub struct RunArgs {
     pub migration_cost_ns: Option<Vec<u64>>,
 
     /// Keep only blocks with these numa_balancing values (e.g. `1`).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = clap::value_parser!(u8).range(0..=1))]
     pub nb: Option<Vec<u8>>,
 
     /// Keep only blocks with these PNIDs (`-1`, `A`, `B`).
@@ -336,7 +375,8 @@ pub struct RunArgs {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = pnid_token
     )]
     pub pnid: Option<Vec<String>>,
 
@@ -354,10 +394,10 @@ pub struct RunArgs {
 
     /// Probe buffer size.
     #[arg(long)]
-    pub size: Option<String>,
+    pub size: Option<crate::units::Size>,
 
     /// Probe outer iterations.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub counts: Option<u32>,
 
     /// Seed of the sample-order shuffle.
@@ -370,6 +410,13 @@ pub struct RunArgs {
     /// and how migrations correlate with time.
     #[arg(long)]
     pub trace: bool,
+
+    /// A knob every block's rows run under, NAME=VALUE (repeatable):
+    /// `kernel.numa_balancing_*`/`kernel.sched_*` sysctls or debugfs files
+    /// under `sched/`, e.g. `sched/numa_balancing/scan_delay_ms=4294967295`.
+    /// Per-block knobs go in the spec file (`knobs` of a block).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = knob_arg)]
+    pub knob: Vec<(String, String)>,
 
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
     #[arg(long, value_name = "NUMBER[:LAYOUT]")]

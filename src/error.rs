@@ -14,6 +14,34 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit code for bad usage or an unusable environment.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Work abandoned because a signal asked numalab to stop (after putting
+/// everything back). The exit code is 128 + the signal, as shells report a
+/// process the signal killed (130 for Ctrl-C, 143 for SIGTERM, 129 for
+/// SIGHUP). Here, not in `sys::signals`, so this module imports nothing of
+/// the layers above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted{}", signal.map(|s| format!(" by {}", signal_name(s))).unwrap_or_default())]
+pub struct Interrupted {
+    pub signal: Option<i32>,
+}
+
+impl Interrupted {
+    /// 128 + the signal number; 130 (as for SIGINT) when none is known.
+    pub fn exit_code(&self) -> u8 {
+        (128 + self.signal.unwrap_or(libc::SIGINT)).clamp(0, 255) as u8
+    }
+}
+
+/// The conventional name of a stop signal.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        s => format!("signal {s}"),
+    }
+}
+
 /// Bad input or an environment that cannot do what was asked: exit 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -24,8 +52,12 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
-/// The exit code an error deserves.
+/// The exit code an error deserves: 128 + the signal for work a signal
+/// stopped (130 for Ctrl-C), 2 for bad input or environment, else 1.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if let Some(i) = err.chain().find_map(|c| c.downcast_ref::<Interrupted>()) {
+        return i.exit_code();
+    }
     let is_usage = err.chain().any(|c| {
         c.is::<UsageError>()
             || c.is::<ListError>()

@@ -2,6 +2,61 @@
 //! (binary multiples; `KB`/`MB`/`GB` mean the same, as in numactl and dd's
 //! traditional reading).
 
+use serde::{Deserialize, Serialize};
+
+/// A byte size, parsed once where it enters (command line, spec file) and
+/// carried as a number from there on. Written back in the largest binary
+/// unit that holds it exactly (`256M`, `4096`), so specs and records keep
+/// reading as users wrote them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Size(pub u64);
+
+impl Size {
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Size, String> {
+        parse_size(s).map(Size)
+    }
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = self.0;
+        for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+            if b != 0 && b % (1u64 << shift) == 0 {
+                return write!(f, "{}{unit}", b >> shift);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+impl Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Bytes(u64),
+        }
+        match Either::deserialize(d)? {
+            Either::Text(t) => t.parse().map_err(serde::de::Error::custom),
+            Either::Bytes(b) => Ok(Size(b)),
+        }
+    }
+}
+
 /// Parses a size; the error names the bad input.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -57,5 +112,23 @@ mod tests {
         assert!(parse_size("M").is_err());
         assert_eq!(fmt_size(256 << 20), "256 MiB");
         assert_eq!(fmt_size(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn size_round_trips_in_its_largest_exact_unit() {
+        for (text, shown) in [
+            ("256M", "256M"),
+            ("1GiB", "1G"),
+            ("4096", "4K"),
+            ("4097", "4097"),
+        ] {
+            let s: Size = text.parse().unwrap();
+            assert_eq!(s.to_string(), shown);
+            assert_eq!(shown.parse::<Size>().unwrap(), s);
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<Size>(&json).unwrap(), s);
+        }
+        assert_eq!(serde_json::from_str::<Size>("8192").unwrap(), Size(8192));
+        assert!(serde_json::from_str::<Size>("\"1Q\"").is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! The probe and the load on a real 2-node kernel (QEMU lab guest): memory
 //! policy puts pages where asked, node binding holds, and floating under
 //! load shows cross-node moves that match the kernel's own
-//! sched_migrate_task events for the probe's pid.
+//! sched_migrate_task events for the probe's pid. And --pnid is refused on
+//! this unpatched kernel.
 
 mod common;
 
@@ -14,6 +15,7 @@ echo @@membind; numalab probe --membind 1 --size 32M --counts 1 --json
 echo @@preferred; numalab probe --preferred 0 --cpunodebind 1 --size 16M --counts 1 --json
 echo @@interleave; numalab probe --interleave 0,1 --thp off --size 16M --counts 1 --json
 echo @@badnode; numalab probe --membind 7 --size 16M; echo "rc=$?"
+echo @@nopnid; numalab probe --pnid 1 --size 16M; echo "rc=$?"
 numalab load --percent 60 --duration 600 >/dev/null 2>&1 &
 LP=$!
 sleep 1
@@ -67,6 +69,14 @@ fn probe_placement_and_migrations_on_two_nodes() {
     assert!(a.abs_diff(b) <= 2, "interleave split {a}/{b}");
 
     assert!(s["badnode"].contains("node 7 does not exist") && s["badnode"].contains("rc=2"));
+    // Debian's kernel has no PR_PREFERRED_NID: --pnid is refused up front,
+    // no prctl number is tried (the patched kernel: tests/lab_pnid.rs).
+    assert!(
+        s["nopnid"].contains("no Preferred Node Affinity interface")
+            && s["nopnid"].contains("rc=2"),
+        "{}",
+        s["nopnid"]
+    );
 
     let bound = record(&s, "bound");
     let seen = bound["placement"]["seen_cpus"]

@@ -25,9 +25,10 @@ P=$!
 i=0; while [ ! -s /tmp/k/samples.jsonl ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 kill -9 $P; wait $P 2>/dev/null
 sleep 0.5
-echo @@killed; cat $NB; ls /var/lib/numalab/; ps | grep -c '[n]umalab' || true
+echo @@killed; cat $NB; ls -1 /var/lib/numalab/; ps | grep -c '[n]umalab' || true
+echo @@tmpleft; ls -a /tmp | grep -c '^numalab-' || true
 echo @@refused; numalab run --samples 1 --size 8M --out /tmp/other; echo "rc=$?"
-echo @@restore; numalab restore; echo "rc=$?"; cat $NB; ls /var/lib/numalab/ | wc -l
+echo @@restore; numalab restore; echo "rc=$?"; cat $NB; ls /var/lib/numalab/ | grep -c json
 echo @@resume; numalab run --resume /tmp/k >/dev/null 2>&1; echo "rc=$?"
 echo @@kmeta; cat /tmp/k/run.json
 echo @@ksamples; cat /tmp/k/samples.jsonl
@@ -98,6 +99,9 @@ fn full_matrix_then_sigkill_restore_and_resume() {
         "0",
         "numalab processes survived SIGKILL"
     );
+    // Regression: a killed run left /tmp/numalab-probe-PID.json behind;
+    // children now write to memfds that vanish with the process.
+    assert_eq!(s["tmpleft"].trim(), "0", "temp files left in /tmp");
     assert!(
         s["refused"].contains("numalab restore") && s["refused"].contains("rc=2"),
         "{}",
@@ -106,7 +110,11 @@ fn full_matrix_then_sigkill_restore_and_resume() {
     let restore: Vec<&str> = s["restore"].lines().collect();
     assert!(restore.contains(&"rc=0"), "{restore:?}");
     assert!(restore.contains(&"1"), "NB back to 1: {restore:?}");
-    assert_eq!(restore.last().unwrap().trim(), "0", "journal removed");
+    assert_eq!(
+        restore.last().unwrap().trim(),
+        "0",
+        "journal removed (the lock file stays)"
+    );
 
     assert!(s["resume"].contains("rc=0"), "{}", s["resume"]);
     let kmeta: Value = serde_json::from_str(&s["kmeta"]).unwrap();

@@ -6,8 +6,8 @@
 //!
 //! Properties: no panic on arbitrary or mutated documents; errors name the
 //! file (or spec origin); a spec never expands to more rows or samples
-//! than a run can hold (no allocation the text does not justify); a torn
-//! `samples.jsonl` keeps exactly its complete lines.
+//! than a run can hold (no allocation the text does not justify); in a
+//! torn `samples.jsonl` exactly the complete lines count.
 
 mod prop_common;
 
@@ -69,6 +69,8 @@ fn sample(seq: u64) -> SampleRecord {
         seq,
         numa_balancing: Some(1),
         migration_cost_ns: None,
+        knobs: Default::default(),
+        knobs_changed: Vec::new(),
         wall_ns: 1_000_000 + seq,
         probe: serde_json::from_str(PROBE).unwrap(),
         trace: None,
@@ -187,15 +189,25 @@ proptest! {
 
     #[test]
     fn torn_samples_file_keeps_its_complete_lines(
-        n in 0usize..6, tail in prop_oneof![noisy_text(), Just(String::new())], cut in any::<prop::sample::Index>(),
+        n in 0usize..6, tail in prop_oneof![noisy_text(), Just(String::new())],
+        cut in any::<prop::sample::Index>(), junk in proptest::option::of(noisy_text()),
     ) {
         let dir = tempfile::tempdir().unwrap();
+        let meta = run_meta();
         let mut good = String::new();
         for i in 0..n {
             good.push_str(&serde_json::to_string(&sample(i as u64)).unwrap());
             good.push('\n');
         }
-        // A torn last record: a prefix of a real one, or junk.
+        // A complete line that is not a record, somewhere in the middle.
+        let junk = junk
+            .map(|j| j.replace('\n', " "))
+            .filter(|j| serde_json::from_str::<SampleRecord>(j).is_err());
+        if let Some(j) = &junk {
+            good.push_str(j);
+            good.push('\n');
+        }
+        // A torn last record: a prefix of a real one, or junk, no newline.
         let full = serde_json::to_string(&sample(99)).unwrap();
         let torn = if tail.is_empty() {
             full[..cut.index(full.len())].to_string()
@@ -204,15 +216,23 @@ proptest! {
         };
         let path = record::samples_path(dir.path());
         std::fs::write(&path, format!("{good}{torn}")).unwrap();
-        let got = record::read_samples(dir.path()).unwrap();
-        if serde_json::from_str::<SampleRecord>(&torn).is_err() {
-            prop_assert_eq!(got.len(), n);
-            // Truncated to the complete lines (an empty torn line is kept).
-            let len = std::fs::metadata(&path).unwrap().len();
-            prop_assert!(len == good.len() as u64 || torn.is_empty() && len == good.len() as u64);
-        } else {
-            prop_assert_eq!(got.len(), n + 1);
+        let found = record::read_samples(dir.path(), &meta).unwrap();
+        prop_assert_eq!(found.records.len(), n);
+        prop_assert_eq!(found.bad.len(), junk.is_some() as usize);
+        if junk.is_some() {
+            let e = found.require_clean().unwrap_err();
+            prop_assert!(e.to_string().contains("samples.jsonl"), "{}", e);
+            prop_assert_eq!(numalab::error::exit_code(&e), 2);
         }
+        match &found.torn {
+            Some(t) => {
+                prop_assert_eq!((t.offset, t.bytes), (good.len() as u64, torn.len() as u64));
+            }
+            None => prop_assert!(torn.is_empty()),
+        }
+        // Cutting the torn tail leaves exactly the complete lines.
+        record::drop_torn_tail(&found).unwrap();
+        prop_assert_eq!(std::fs::metadata(&path).unwrap().len(), good.len() as u64);
     }
 
     #[test]

@@ -3,118 +3,48 @@
 //! journal are restored after every stop, a torn record line is dropped, and
 //! reports rebuild from records alone.
 
-use numalab::experiment::backend::{Backend, Capabilities, Sampled};
+mod common;
+
+use common::mock::{self, Mock};
 use numalab::experiment::record::{self};
-use numalab::experiment::spec::{ExperimentSpec, Row};
-use numalab::experiment::state::{Guard, Journal};
+use numalab::experiment::spec::ExperimentSpec;
 use numalab::experiment::{plan, runner};
-use numalab::probe::record::ProbeRecord;
-use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
-use numalab::topology::{presets, Topology};
+use numalab::sys::signals::Stop;
+use numalab::sys::state::{self, Journal};
+use numalab::topology::presets;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Runs a real (tiny) probe in-process for every sample; writes the row's NB
-/// into a scratch "knob" file through the guard; trips `stop` after
-/// `stop_after` samples.
-struct Mock {
-    knob: PathBuf,
-    calls: usize,
-    stop_after: usize,
-    template: ProbeRecord,
-}
-
-impl Backend for Mock {
-    fn name(&self) -> &'static str {
-        "mock"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            numa_balancing: Some(0),
-            can_set_numa_balancing: true,
-            migration_cost_ns: None,
-            can_set_migration_cost: false,
-            pnid: Err("mock has no PNID".into()),
-        }
-    }
-    fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
-        guard.set(self.knob.to_str().unwrap(), &row.nb.to_string())
-    }
-    fn sample(
-        &mut self,
-        row: &Row,
-        _: &ExperimentSpec,
-        stop: &AtomicBool,
-        _: &mut Guard,
-    ) -> anyhow::Result<Sampled> {
-        self.calls += 1;
-        if self.calls >= self.stop_after {
-            stop.store(true, Ordering::Relaxed);
-        }
-        let mut r = self.template.clone();
-        r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
-        let wall = r.timing.total_ns + 1000;
-        Ok(Sampled {
-            probe: r,
-            wall_ns: wall,
-            trace: None,
-            numa_balancing: std::fs::read_to_string(&self.knob)
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
-        })
-    }
-}
-
-fn template(topo: &Topology) -> ProbeRecord {
-    let spec = ProbeSpec {
-        pattern: Pattern::RandRw,
-        size_bytes: 4096,
-        counts: 1,
-        cpu: CpuPlacement::Float,
-        mem: MemPlacement::Float,
-        pnid: None,
-        pnid_prctl: None,
-        thp: ThpMode::System,
-        observe_every: 64,
-    };
-    // A real probe on this machine, used as the shape of every mock record.
-    let here =
-        numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))
-            .unwrap();
-    let v = probe::validate(&spec, &here).unwrap();
-    let _ = topo;
-    probe::run::run(&v, &here, |_, _| {}).unwrap()
-}
 
 #[test]
 fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let topo = presets::find("xeon-8167m-2n").unwrap().topology();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let knob = tmp.path().join("knob");
-    std::fs::write(&knob, "0\n").unwrap();
-    let journal = tmp.path().join("restore.json");
+    let (root, knob) = mock::scratch_root(tmp.path());
+    let state_dir = tmp.path().join("state");
+    let journal = state::journal_path(&state_dir);
+    let guard = |dir: &std::path::Path| mock::guard(&state_dir, dir, &root);
     let spec = ExperimentSpec {
         samples: 3,
         ..Default::default()
     };
-    let mut mock = Mock {
-        knob: knob.clone(),
-        calls: 0,
-        stop_after: 20,
-        template: template(&topo),
-    };
+    let mut mock = Mock::new(20);
+    // One sample sees a knob change under it (as if an admin wrote
+    // numa_balancing mid-sample): the report must flag its row.
+    mock.knob_change_at = Some(5);
     let meta = runner::create(&mock, &topo, spec.clone(), &dir).unwrap();
     // PNID rows are skipped (no interface): 2 blocks x 9 rows x 3 samples.
     assert_eq!(meta.planned_samples, 54);
     assert_eq!(meta.rows.iter().filter(|r| r.skip.is_some()).count(), 18);
 
-    let stop = AtomicBool::new(false);
-    let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let stop = Stop::new();
+    let mut g = guard(&dir);
+    let mut obs = ExportObserver::new(&dir, false);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop, &mut obs).unwrap();
+    drop(g);
     assert_eq!(out.done, 20);
+    assert_eq!(out.interrupted.map(|i| i.exit_code()), Some(130));
     assert_eq!(
         std::fs::read_to_string(&knob).unwrap().trim(),
         "0",
@@ -124,9 +54,10 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
         Journal::read(&journal).unwrap().is_none(),
         "journal removed after restore"
     );
+    let meta = record::read_meta(&dir).unwrap();
     let partial = report::render(
-        &record::read_meta(&dir).unwrap(),
-        &record::read_samples(&dir).unwrap(),
+        &meta,
+        &record::read_samples(&dir, &meta).unwrap().records,
         Format::Text,
     );
     assert!(partial.contains("(incomplete)"), "{partial}");
@@ -141,12 +72,15 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
         .unwrap();
     drop(f);
 
-    let stop = AtomicBool::new(false);
+    let stop = Stop::new();
     mock.stop_after = usize::MAX;
-    let mut guard = Guard::new(journal.clone(), &dir);
-    let out = runner::execute(&mut mock, &topo, &dir, &mut guard, &stop).unwrap();
+    let mut g = guard(&dir);
+    let out = runner::execute(&mut mock, &topo, &dir, &mut g, &stop, &mut obs).unwrap();
+    drop(g);
     assert_eq!(out.done, 54);
-    let samples = record::read_samples(&dir).unwrap();
+    let found = record::read_samples(&dir, &meta).unwrap();
+    assert!(found.torn.is_none() && found.bad.is_empty() && found.uncounted.is_empty());
+    let samples = found.records;
     let pairs: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
     // Each sample's numa_balancing is what the backend had in force.
     let meta = record::read_meta(&dir).unwrap();
@@ -172,6 +106,16 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(text, report::render(&meta, &samples, Format::Text));
     assert!(text.contains("NumSamples: 3\n"), "{text}");
     assert!(text.contains("Avg max min stdv | Test Parameters"));
+    let flagged: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("knobs-changed x1"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "one row flagged: {text}");
+    let changed = samples
+        .iter()
+        .filter(|s| !s.knobs_changed.is_empty())
+        .count();
+    assert_eq!(changed, 1, "the record keeps which knob changed");
     let row9 = text.lines().find(|l| l.starts_with("[09] ")).unwrap();
     assert!(row9.ends_with("| PNID: -1 NB: 1 Mem: 0 CPU: 0"), "{row9}");
     assert!(

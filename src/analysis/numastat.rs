@@ -147,11 +147,10 @@ pub fn parse_proc_sched_numa(text: &str) -> NumaSched {
             }
             continue;
         }
-        let Some((key, value)) = line.split_once(':') else {
+        let Some((key, value)) = crate::sys::sched_pair(line) else {
             continue;
         };
-        let value = value.trim();
-        match key.trim_end() {
+        match key {
             "mm->numa_scan_seq" => s.numa_scan_seq = value.parse().ok(),
             "numa_pages_migrated" => s.numa_pages_migrated = value.parse().ok(),
             "numa_preferred_nid" => s.numa_preferred_nid = value.parse().ok(),

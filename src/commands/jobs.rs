@@ -3,9 +3,10 @@
 
 use crate::cli::{Cli, Command, JobsArgs};
 use crate::error::usage;
-use crate::experiment::state::{self, Guard};
 use crate::jobs::{self, render, JobsRecord, JobsSpec};
 use crate::report::Format;
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard, StateLock};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -22,24 +23,30 @@ fn print(rec: &JobsRecord, format: Format) {
     );
 }
 
+/// The one node memory is bound to, if it is.
+fn bound_node(mem: &crate::probe::MemPlacement) -> Option<u32> {
+    match mem {
+        crate::probe::MemPlacement::Bind(n) => Some(*n),
+        _ => None,
+    }
+}
+
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.from {
         print(&jobs::read_record(path)?, a.format);
         return Ok(());
     }
-    let n = a.n.unwrap_or(0);
-    if n == 0 || n > 1024 {
-        return Err(usage(format!("N must be between 1 and 1024, got {n}")));
-    }
-    if !(0.0..=100.0).contains(&a.load) {
-        return Err(usage(format!("--load must be 0-100, got {}", a.load)));
+    // N (1..=1024) and --load (0..=100) are checked by clap at the edge.
+    let n = a.n.unwrap_or(1);
+    if let Some(out) = &a.out {
+        crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let mut probe_args = vec![
         "--pattern".to_string(),
         a.pattern.name().to_string(),
         "--size".into(),
-        a.size.clone(),
+        a.size.to_string(),
         "--counts".into(),
         a.counts.to_string(),
     ];
@@ -60,46 +67,70 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     crate::probe::validate(&spec, &topo)?;
+    // Every job is a process: its buffer plus the process itself.
+    let per_job = spec
+        .size_bytes
+        .saturating_add(crate::probe::memory::PER_PROCESS);
+    let what = format!("jobs: {n} x (--size {} + 8 MiB per process)", a.size);
+    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+    crate::probe::memory::check(&sys, &topo, &what, per_job.saturating_mul(n as u64), None)?;
+    let total = spec.size_bytes.saturating_mul(n as u64);
+    let what = format!("jobs: {n} x --size {}", a.size);
+    if let Some(node) = bound_node(&spec.mem) {
+        crate::probe::memory::check_node(&sys, &topo, &what, total, node)?;
+    }
 
-    let stop = super::stop_on_signals()?;
-    let mut guard = Guard::new(state::trace_journal_path(), Path::new(""));
+    let no_tracing = |e: anyhow::Error| {
+        usage(format!(
+            "{e:#}; or run with --no-trace (self-observed residency)"
+        ))
+    };
+    if !a.no_trace {
+        crate::trace::tracefs::Tracefs::preflight().map_err(no_tracing)?;
+    }
+    let lock = StateLock::acquire(&state::state_dir(), "numalab jobs")?;
+    lock.refuse_if_unfinished()?;
+    let stop = Stop::on_signals()?;
+    let mut guard = Guard::new(lock, Path::new(""));
     let tracefs = if a.no_trace {
         None
     } else {
-        Some(
-            crate::trace::tracefs::Tracefs::locate(&mut guard).map_err(|e| {
-                usage(format!(
-                    "{e:#}; or run with --no-trace (self-observed residency)"
-                ))
-            })?,
-        )
+        Some(crate::trace::tracefs::Tracefs::locate(&mut guard).map_err(no_tracing)?)
     };
     let jspec = JobsSpec {
         n,
-        probe_args,
+        probe: spec,
         load: a.load,
         tracefs,
         buffer_kb: a.buffer_kb,
     };
-    let tty = std::io::stderr().is_terminal();
-    let rec = jobs::run(&topo, &jspec, &mut guard, &stop, |done, n, t| {
-        if tty {
-            eprint!("\r\x1b[Kjobs: {done}/{n} finished, {t:.1} s");
+    // Progress on a terminal only: jobs finished of N, elapsed (indicatif).
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(n as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("jobs: {pos}/{len} finished | {elapsed}")
+                .expect("a valid template"),
+        );
+        b
+    });
+    let rec = jobs::run(&topo, &jspec, &mut guard, &stop, |done, _, _| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
         }
     });
-    if tty {
-        eprintln!();
+    if let Some(b) = bar {
+        b.finish();
     }
     guard.restore()?;
-    let rec = match rec {
-        Ok(r) => r,
-        Err(e) if e.is::<crate::experiment::backend::Interrupted>() => {
-            anyhow::bail!("interrupted: every job killed, tracing state restored")
+    let rec = rec.map_err(|e| {
+        if e.is::<crate::sys::signals::Interrupted>() {
+            e.context("every job killed, tracing state restored")
+        } else {
+            e
         }
-        Err(e) => return Err(e),
-    };
+    })?;
     if let Some(out) = &a.out {
-        crate::experiment::record::write_atomic(out, render::json(&rec).as_bytes())?;
+        state::write_atomic(out, render::json(&rec).as_bytes())?;
     }
     print(&rec, a.format);
     Ok(())

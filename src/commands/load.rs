@@ -6,7 +6,6 @@ use crate::error::usage;
 use crate::idset::IdSet;
 use crate::load::{procstat, Load, LoadSpec};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Builds a load spec from the command line, checked against the CPUs this
@@ -59,7 +58,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
             return Err(usage(format!("--duration {d}: must be positive")));
         }
     }
-    let stop = super::stop_on_signals()?;
+    let stop = crate::sys::signals::Stop::on_signals()?;
     let before = procstat::read()?;
     let started = Instant::now();
     let load = Load::start(&spec)?;
@@ -70,7 +69,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
         spec.period.as_secs_f64() * 1e3
     );
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+    while !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d) {
         std::thread::sleep(Duration::from_millis(20));
     }
     load.stop();
@@ -87,5 +86,8 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
             println!("  cpu {cpu:>4}: {p:5.1}%");
         }
     }
+    // A stop signal is load's normal end (scripts start it in the
+    // background and TERM it), so it exits 0 after reporting, unlike the
+    // commands whose work a signal cuts short.
     Ok(())
 }

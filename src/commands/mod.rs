@@ -12,18 +12,6 @@ pub mod topo;
 pub mod trace;
 
 use crate::cli::{Cli, Command};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
-/// A flag that SIGINT (Ctrl-C) and SIGTERM set, so long commands stop at a
-/// safe point and put everything back instead of dying mid-change.
-pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
-    Ok(stop)
-}
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {

@@ -44,6 +44,13 @@ pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
     }
     let spec = spec_from_args(args, &topo)?;
     let validated = probe::validate(&spec, &topo)?;
+    let bound = match spec.mem {
+        MemPlacement::Bind(n) => Some(n),
+        _ => None,
+    };
+    let what = "probe --size";
+    let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+    probe::memory::check(&sys, &topo, what, spec.size_bytes, bound)?;
     let quiet = args.json;
     let counts = spec.counts;
     let record = probe::run::run(&validated, &topo, |i, ns| {

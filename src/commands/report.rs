@@ -1,4 +1,9 @@
-//! `numalab report DIR`: every report from the records alone.
+//! `numalab report DIR`: every report from the records alone. It never
+//! writes: a bad line before the last is an error (exit 2) naming the file
+//! and line; a torn final line (a run writing now, or a crash) is ignored
+//! with a warning; duplicates and records of unplanned rows are not counted
+//! and are warned about on stderr and in the report itself (so the numbers
+//! shown are never silently inflated, and the valid data stays reportable).
 
 use crate::cli::ReportArgs;
 use crate::experiment::record;
@@ -6,7 +11,15 @@ use crate::report;
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let meta = record::read_meta(&a.dir)?;
-    let samples = record::read_samples(&a.dir)?;
-    print!("{}", report::render(&meta, &samples, a.format));
+    let found = record::read_samples(&a.dir, &meta)?;
+    found.require_clean()?;
+    let notes = found.notes();
+    for w in found.torn_warning().iter().chain(&notes) {
+        eprintln!("warning: {w}");
+    }
+    print!(
+        "{}",
+        report::render_noted(&meta, &found.records, &notes, a.format)
+    );
     Ok(())
 }

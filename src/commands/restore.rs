@@ -1,30 +1,39 @@
 //! `numalab restore`: put back what a killed run or tracer changed, from
-//! its journal (the run's `restore.json`, tracers' `trace-PID.json`).
+//! its journal (`restore.json`; `trace-PID.json` of earlier versions).
+//! It takes the state lock first: while the numalab that wrote a journal
+//! still runs, it holds the lock, and restore refuses.
 
-use crate::experiment::state::{self, Journal};
-
-fn alive_numalab(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "numalab")
-}
+use crate::sys::state::{self, Journal, StateLock};
 
 pub fn run() -> anyhow::Result<()> {
+    let dir = state::state_dir();
+    if !dir.exists() {
+        println!(
+            "restore: nothing to restore (no state directory {})",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let lock = StateLock::acquire(&dir, "numalab restore")?;
     let mut found = 0;
-    for path in state::all_journals() {
+    for path in state::all_journals(lock.dir()) {
         let Some(j) = Journal::read(&path)? else {
             continue;
         };
         found += 1;
-        if alive_numalab(j.pid) {
+        if j.root != "/" {
             return Err(crate::error::usage(format!(
-                "the numalab process that wrote {} (pid {}) is still running; stop it first",
+                "journal {} is for the tree {}, not this system: refused",
                 path.display(),
-                j.pid
+                j.root
             )));
         }
         for line in j.restore()? {
             println!("restored {line}");
         }
-        std::fs::remove_file(&path)?;
+        std::fs::remove_file(&path)
+            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        state::sync_dir(lock.dir())?;
         if j.run_dir.is_empty() {
             println!("restore: done ({})", path.display());
         } else {
@@ -34,7 +43,7 @@ pub fn run() -> anyhow::Result<()> {
     if found == 0 {
         println!(
             "restore: nothing to restore (no journal in {})",
-            state::state_dir().display()
+            lock.dir().display()
         );
     }
     Ok(())

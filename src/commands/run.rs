@@ -4,9 +4,11 @@ use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
 use crate::experiment::spec::{ExperimentSpec, PnidRef};
-use crate::experiment::state::{self, Guard};
 use crate::experiment::{record, runner};
 use crate::report::{self, Format};
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard, StateLock};
+use crate::trace::tracefs::Tracefs;
 use std::path::{Path, PathBuf};
 
 /// The spec the command line asks for: file or default, then overrides.
@@ -21,7 +23,7 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     };
     if a.quick {
         spec.samples = 4;
-        spec.probe.size = "128M".into();
+        spec.probe.size = crate::units::Size(128 << 20);
         spec.probe.counts = 4;
     }
     if let Some(n) = &a.nodes {
@@ -47,16 +49,28 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = &a.migration_cost_ns {
         spec.migration_cost_ns = v.clone();
     }
+    // Each value names blocks of the spec; one that names none is an error
+    // that says which (an empty matrix would say less).
     if let Some(nbs) = &a.nb {
+        if let Some(v) = nbs
+            .iter()
+            .find(|v| !spec.blocks.iter().any(|b| b.nb == **v))
+        {
+            return Err(usage(format!("--nb {v}: no block of the spec has NB {v}")));
+        }
         spec.blocks.retain(|b| nbs.contains(&b.nb));
     }
     if let Some(ps) = &a.pnid {
-        spec.blocks.retain(|b| {
-            ps.iter().any(|p| match (&b.pnid, p.trim()) {
-                (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
-                (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
-            })
-        });
+        let names = |b: &crate::experiment::spec::Block, p: &str| match (&b.pnid, p.trim()) {
+            (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
+            (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
+        };
+        if let Some(p) = ps.iter().find(|p| !spec.blocks.iter().any(|b| names(b, p))) {
+            return Err(usage(format!(
+                "--pnid {p}: no block of the spec (after --nb) has PNID {p}"
+            )));
+        }
+        spec.blocks.retain(|b| ps.iter().any(|p| names(b, p)));
     }
     if let Some(v) = &a.mem {
         spec.mem = v.clone();
@@ -67,14 +81,19 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = a.pattern {
         spec.probe.pattern = v;
     }
-    if let Some(v) = &a.size {
-        spec.probe.size = v.clone();
+    if let Some(v) = a.size {
+        spec.probe.size = v;
     }
     if let Some(v) = a.counts {
         spec.probe.counts = v;
     }
     if a.trace {
         spec.trace = true;
+    }
+    for (k, v) in &a.knob {
+        for b in spec.blocks.iter_mut() {
+            b.knobs.insert(k.clone(), v.clone());
+        }
     }
     if let Some(v) = a.seed {
         spec.seed = v;
@@ -93,35 +112,45 @@ fn default_out() -> PathBuf {
 
 pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
-    let journal = state::journal_path();
     let (dir, spec) = match &a.resume {
         Some(dir) => {
             let meta = record::read_meta(dir)?;
+            // A bad record line is an error before anything changes.
+            record::read_samples(dir, &meta)?.require_clean()?;
+            crate::paths::check_output_dir(dir, "--resume")?;
             (dir.clone(), meta.spec)
         }
         None => {
             let spec = build_spec(a)?;
             spec.rows(&topo)?; // every spec error before anything changes
-            (a.out.clone().unwrap_or_else(default_out), spec)
+            let dir = a.out.clone().unwrap_or_else(default_out);
+            record::check_new_run_dir(&dir)?; // no other run's files, writable
+            (dir, spec)
         }
     };
-    state::refuse_if_unfinished(&journal)?;
-    let pnid_prctl = a.pnid_prctl.clone();
-    let mut backend = Host::new(&topo, spec.load, pnid_prctl)?;
-    let mut guard = Guard::new(journal, &dir);
+    spec.check_memory(&crate::topology::sysfs::SysRoot::new(sysfs_root), &topo)?;
     if spec.trace {
-        // Before any work: tracing must be possible (root, tracefs).
-        backend.enable_trace(crate::trace::tracefs::Tracefs::locate(&mut guard)?, &topo);
+        // Before any change: tracing must be possible (root, tracefs).
+        Tracefs::preflight()?;
     }
-
-    let stop = super::stop_on_signals()?;
-    let debugfs_mounted = Path::new(state::MIGRATION_COST).exists()
-        || Path::new(&format!("{}/sched", state::DEBUGFS)).exists();
-    if !spec.migration_cost_ns.is_empty()
-        && !debugfs_mounted
-        && crate::sys::mount_fs("debugfs", state::DEBUGFS).is_ok()
-    {
-        guard.mounted_debugfs()?;
+    // One state-changing numalab at a time, locked before the initial
+    // values are read; a killed run's journal must be restored first.
+    let lock = StateLock::acquire(&state::state_dir(), "numalab run")?;
+    lock.refuse_if_unfinished()?;
+    let stop = Stop::on_signals()?;
+    let mut backend = Host::new(&topo, spec.load, a.pnid_prctl.clone())?;
+    let mut guard = Guard::new(lock, &dir);
+    if spec.trace {
+        backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);
+    }
+    let debugfs_mounted =
+        Path::new(state::MIGRATION_COST).exists() || Path::new(state::DEBUGFS_SCHED).exists();
+    if !spec.migration_cost_ns.is_empty() && !debugfs_mounted {
+        // Not fatal: without debugfs the migration_cost rows are skipped
+        // with the reason.
+        if let Err(e) = guard.mount("debugfs") {
+            eprintln!("run: {e:#}");
+        }
     }
     if a.resume.is_none() {
         let meta = runner::create(&backend, &topo, spec, &dir)?;
@@ -140,11 +169,13 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         &dir,
         &mut guard,
         &stop,
+        &mut report::observer::ExportObserver::for_terminal(&dir),
     )?;
     drop(guard);
     let meta = record::read_meta(&dir)?;
-    let samples = record::read_samples(&dir)?;
-    print!("{}", report::render(&meta, &samples, Format::Text));
+    let found = record::read_samples(&dir, &meta)?;
+    let text = report::render_noted(&meta, &found.records, &found.notes(), Format::Text);
+    print!("{text}");
     if out.probe_wall_ns > 0 {
         println!(
             "\norchestration: run wall {:.1} s / probe processes {:.1} s = {:.3} (timed loops {:.1} s: {:.3})",
@@ -156,14 +187,14 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     println!("records: {}", dir.display());
-    if out.done < out.planned {
-        anyhow::bail!(
-            "interrupted after {} of {} samples; system state restored; continue with \
+    if let Some(i) = out.interrupted {
+        return Err(anyhow::Error::new(i).context(format!(
+            "stopped after {} of {} samples; system state restored; continue with \
              `numalab run --resume {}`",
             out.done,
             out.planned,
             dir.display()
-        );
+        )));
     }
     Ok(())
 }

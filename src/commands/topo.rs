@@ -43,6 +43,7 @@ pub fn run(sysfs_root: &Path, args: &TopoArgs) -> anyhow::Result<()> {
     }
     let topo = match &args.capture {
         Some(dir) => {
+            crate::paths::check_output_dir(dir, "--capture")?; // before reading
             let sys = SysRoot::recording(sysfs_root);
             let topo = read_topology(&sys)
                 .with_context(|| format!("reading the topology under {}", sysfs_root.display()))?;

@@ -3,17 +3,28 @@
 
 use crate::cli::TraceArgs;
 use crate::error::usage;
-use crate::experiment::state::{self, Guard};
+use crate::exec::{self, Ended};
+use crate::sys::signals::{Interrupted, Stop};
+use crate::sys::state::{self, Guard, StateLock};
+use crate::sys::Reaped;
 use crate::topology::Topology;
 use crate::trace::analyze::{analyze, Window};
-use crate::trace::live::{Captured, LiveSpec, Tracer, DEFAULT_BUFFER_KB};
+use crate::trace::live::{Captured, LiveSpec, DEFAULT_BUFFER_KB};
 use crate::trace::record::{TraceRecord, SCHEMA};
 use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// What a trace produced, and how the traced work ended.
+struct Traced {
+    rec: TraceRecord,
+    /// The traced command's exit (wait4), when there was one.
+    status: Option<Reaped>,
+    /// Set when a stop signal ended the trace.
+    interrupted: Option<Interrupted>,
+}
 
 /// A pid list: `123`, `123,456`, `100-110` (pids go beyond CPU-list
 /// sizes, so this is not an [`crate::idset::IdSet`]).
@@ -62,6 +73,9 @@ pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
     if a.buffer_kb == Some(0) {
         return Err(usage("--buffer-kb must be at least 1"));
     }
+    if let Some(out) = &a.output {
+        crate::paths::check_output_file(out, "-o")?; // before the work, not after
+    }
     let topo = super::topo::load(sysfs_root, &a.topology)?;
     if let Some(n) = a.mem_node {
         if topo.node(n).is_none() {
@@ -71,23 +85,28 @@ pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
             )));
         }
     }
-    let rec = match &a.from {
+    let t = match &a.from {
         Some(path) => from_file(&topo, path, a)?,
         None => live(&topo, a)?,
     };
     if let Some(out) = &a.output {
-        let mut text = serde_json::to_string(&rec.0)?;
+        let mut text = serde_json::to_string(&t.rec)?;
         text.push('\n');
-        crate::experiment::record::write_atomic(out, text.as_bytes())?;
+        state::write_atomic(out, text.as_bytes())?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&rec.0)?);
+        println!("{}", serde_json::to_string(&t.rec)?);
     } else {
-        print!("{}", crate::trace::summary::summary(&rec.0));
+        print!("{}", crate::trace::summary::summary(&t.rec));
     }
-    match rec.1 {
-        Some(status) if !status.success() => Err(anyhow::anyhow!(
-            "the traced command failed ({status}); its trace is above"
+    if let Some(i) = t.interrupted {
+        return Err(anyhow::Error::new(i)
+            .context("stopped by a signal; the trace so far is above, tracing state restored"));
+    }
+    match t.status {
+        Some(st) if !st.success() => Err(anyhow::anyhow!(
+            "the traced command failed ({}); its trace is above",
+            st.describe()
         )),
         _ => Ok(()),
     }
@@ -143,32 +162,17 @@ pub fn record(
     }
 }
 
-fn live(
-    topo: &Topology,
-    a: &TraceArgs,
-) -> anyhow::Result<(TraceRecord, Option<std::process::ExitStatus>)> {
-    let stop = super::stop_on_signals()?;
-    let journal = state::trace_journal_path();
-    let mut guard = Guard::new(journal, Path::new(""));
-    let tfs = Tracefs::locate(&mut guard)?;
-    let spec = LiveSpec {
-        buffer_kb: a.buffer_kb.unwrap_or(DEFAULT_BUFFER_KB),
-        follow_forks: !a.no_follow,
-        pages_every: Some(Duration::from_secs(1)),
-        cpus: topo.online_cpus().iter().collect(),
-    };
-    let (mut child, what, pids) = if a.command.is_empty() {
+fn live(topo: &Topology, a: &TraceArgs) -> anyhow::Result<Traced> {
+    // Everything that can be checked is checked before anything is written.
+    let (commands, watch_pids, what) = if a.command.is_empty() {
         let pids = parse_pids(a.pid.as_deref().unwrap_or_default())?;
         for p in &pids {
             if !Path::new(&format!("/proc/{p}")).exists() {
                 return Err(usage(format!("--pid: no task {p} is running")));
             }
         }
-        (
-            None,
-            format!("pid {}", a.pid.as_deref().unwrap_or_default()),
-            pids,
-        )
+        let what = format!("pid {}", a.pid.as_deref().unwrap_or_default());
+        (Vec::new(), pids, what)
     } else {
         if !runnable(&a.command[0]) {
             return Err(usage(format!(
@@ -176,84 +180,53 @@ fn live(
                 a.command[0]
             )));
         }
-        let exe = std::env::current_exe().context("finding the numalab executable")?;
         let argv: Vec<std::ffi::OsString> = a.command.iter().map(Into::into).collect();
-        let (child, gate) = crate::sys::spawn_gated(&exe, &argv, |_| {})
-            .map_err(|e| usage(format!("cannot run {:?}: {e}", a.command[0])))?;
-        let pid = child.id();
-        (
-            Some((child, gate)),
-            a.command.join(" "),
-            BTreeSet::from([pid]),
-        )
+        (vec![argv], BTreeSet::new(), a.command.join(" "))
     };
-    let mut tracer = match Tracer::start(&tfs, &mut guard, pids, spec) {
-        Ok(t) => t,
-        Err(e) => {
-            if let Some((mut c, _gate)) = child {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            return Err(e);
-        }
+    Tracefs::preflight()?;
+    let exe = std::env::current_exe().context("finding the numalab executable")?;
+    let lock = StateLock::acquire(&state::state_dir(), "numalab trace")?;
+    lock.refuse_if_unfinished()?;
+    let stop = Stop::on_signals()?;
+    let mut guard = Guard::new(lock, Path::new(""));
+    let tfs = Tracefs::locate(&mut guard)?;
+    let spec = LiveSpec {
+        buffer_kb: a.buffer_kb.unwrap_or(DEFAULT_BUFFER_KB),
+        follow_forks: !a.no_follow,
+        pages_every: Some(Duration::from_secs(1)),
+        cpus: topo.online_cpus().iter().collect(),
     };
-    let mut running = None;
-    if let Some((c, gate)) = child.take() {
-        gate.open().context("releasing the traced command")?;
-        running = Some(c);
-    }
-    let started = Instant::now();
-    let deadline = a.duration.map(Duration::from_secs_f64);
-    let mut status = None;
-    let mut notes = Vec::new();
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
-        tracer.poll()?;
-        if let Some(c) = &mut running {
-            if let Some(st) = c.try_wait()? {
-                status = Some(st);
-                break;
-            }
-        } else if tracer
-            .pids()
-            .iter()
-            .all(|p| !Path::new(&format!("/proc/{p}")).exists())
-        {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            notes.push("stopped by a signal before the traced tasks ended".to_string());
-            break;
-        }
-        if deadline.is_some_and(|d| started.elapsed() >= d) {
-            notes.push(format!(
-                "stopped after --duration {} s",
-                a.duration.unwrap_or(0.0)
-            ));
-            break;
-        }
-    }
-    if let Some(mut c) = running {
-        if status.is_none() {
-            // Ask first (SIGTERM), then insist (SIGKILL).
-            let _ = crate::sys::signal(c.id() as i32, libc::SIGTERM);
-            for _ in 0..40 {
-                if let Ok(Some(st)) = c.try_wait() {
-                    status = Some(st);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            if status.is_none() {
-                let _ = c.kill();
-                status = c.wait().ok();
-            }
-        }
-    }
-    let cap = tracer.finish(&mut guard)?;
+    let opts = exec::Options {
+        trace: Some((&tfs, spec)),
+        trace_poll: Duration::from_millis(50),
+        watch_pids,
+        deadline: a.duration.map(Duration::from_secs_f64),
+        inherit_stdio: true,
+        ..Default::default()
+    };
+    let batch = exec::run(&exe, &commands, opts, &mut guard, &stop, |_, _, _| {})?;
     guard.restore()?;
+    let mut notes = Vec::new();
+    match batch.ended {
+        Ended::Exited => {}
+        Ended::Stopped => notes.push(format!(
+            "stopped by {} before the traced tasks ended",
+            stop.signal()
+                .map(crate::sys::signals::name)
+                .unwrap_or_default()
+        )),
+        Ended::Deadline => notes.push(format!(
+            "stopped after --duration {} s",
+            a.duration.unwrap_or(0.0)
+        )),
+    }
+    let cap = batch.captured.context("the trace's capture")?;
     let rec = record(topo, &cap, "live", what, !a.no_follow, a.mem_node, notes);
-    Ok((rec, status))
+    Ok(Traced {
+        rec,
+        status: batch.children.first().map(|c| c.reaped),
+        interrupted: (batch.ended == Ended::Stopped).then(|| stop.interrupted()),
+    })
 }
 
 /// Whether `prog` names an executable file, directly or through $PATH.
@@ -269,11 +242,7 @@ fn runnable(prog: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| ok(&d.join(prog))))
 }
 
-fn from_file(
-    topo: &Topology,
-    path: &Path,
-    a: &TraceArgs,
-) -> anyhow::Result<(TraceRecord, Option<std::process::ExitStatus>)> {
+fn from_file(topo: &Topology, path: &Path, a: &TraceArgs) -> anyhow::Result<Traced> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| usage(format!("--from {}: {e}", path.display())))?;
     let parsed = crate::trace::text::parse(&text, &path.display().to_string())
@@ -327,5 +296,9 @@ fn from_file(
         a.mem_node,
         notes,
     );
-    Ok((rec, None))
+    Ok(Traced {
+        rec,
+        status: None,
+        interrupted: None,
+    })
 }

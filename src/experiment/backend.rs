@@ -5,16 +5,18 @@
 //! anywhere.
 
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
-use super::state::{self, Guard};
 use crate::load::{Load, LoadSpec};
 use crate::probe::record::ProbeRecord;
+use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
-use crate::trace::live::{LiveSpec, Tracer, DEFAULT_BUFFER_KB};
+use crate::trace::live::{LiveSpec, DEFAULT_BUFFER_KB};
 use crate::trace::record::SampleTrace;
 use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What a backend can change, deciding which rows are skipped and why.
 #[derive(Debug, Clone)]
@@ -32,15 +34,24 @@ pub struct Capabilities {
 pub trait Backend {
     fn name(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
+    /// The current content of knob `path` (a system path), if readable.
+    fn read_knob(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+    /// Whether knob `path` can be set by this backend.
+    fn knob_writable(&self, path: &str) -> bool {
+        state::writable(path)
+    }
     /// Sets the row's knobs (journaled in `guard`).
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()>;
-    /// Runs one sample. When `stop` turns true it abandons the sample and
-    /// returns [`Interrupted`]. State it changes is journaled in `guard`.
+    /// Runs one sample. When `stop` is set it abandons the sample and
+    /// returns [`crate::sys::signals::Interrupted`]. State it changes is
+    /// journaled in `guard`.
     fn sample(
         &mut self,
         row: &Row,
         spec: &ExperimentSpec,
-        stop: &AtomicBool,
+        stop: &Stop,
         guard: &mut Guard,
     ) -> anyhow::Result<Sampled>;
 }
@@ -55,20 +66,63 @@ pub struct Sampled {
     pub trace: Option<SampleTrace>,
     /// kernel.numa_balancing as the backend had it during the sample.
     pub numa_balancing: Option<u8>,
+    /// Every knob the run sets, as read when the sample started (path ->
+    /// value): what the sample really ran under.
+    pub knobs: BTreeMap<String, String>,
+    /// Knobs whose value at the sample's end differed from its start:
+    /// something outside numalab changed them under the sample.
+    pub knobs_changed: Vec<String>,
 }
 
-/// A sample abandoned because a signal asked the run to stop.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted")]
-pub struct Interrupted;
+/// Every knob `row` runs under, by system path: NB, migration_cost_ns when
+/// the row has one, and the block's other knobs.
+pub fn row_knobs(row: &Row) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut k = BTreeMap::from([(state::NUMA_BALANCING.to_string(), row.nb.to_string())]);
+    if let Some(c) = row.migration_cost_ns {
+        k.insert(state::MIGRATION_COST.to_string(), c.to_string());
+    }
+    for (name, value) in &row.knobs {
+        let p = super::knobs::path(name).map_err(crate::error::usage)?;
+        k.insert(p, value.clone());
+    }
+    Ok(k)
+}
 
-/// Why `row` cannot run with `caps` on `topo`, if it cannot.
+/// The knobs a run sets, read now (absent ones left out).
+pub fn read_knobs(
+    paths: &[&str],
+    read: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<String, String> {
+    paths
+        .iter()
+        .filter_map(|p| read(p).map(|v| (p.to_string(), v.trim().to_string())))
+        .collect()
+}
+
+/// The knobs whose values differ between two readings.
+pub fn changed_knobs(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Vec<String> {
+    before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Why `row` cannot run with `caps` on `topo`, if it cannot;
+/// `knob_writable` says whether a knob's system path can be set here.
 pub fn skip_reason(
     row: &Row,
     caps: &Capabilities,
     a: u32,
     b: u32,
     topo: &Topology,
+    knob_writable: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
     if a == b && row.needs_two_nodes {
         return Some(format!("single-node machine: node B is node A ({a})"));
@@ -93,6 +147,18 @@ pub fn skip_reason(
             ))
         }
         _ => {}
+    }
+    for (name, value) in &row.knobs {
+        match super::knobs::path(name) {
+            Ok(p) if knob_writable(&p) => {}
+            Ok(p) => {
+                return Some(format!(
+                    "needs {name}={value} and {p} is not writable here (not root, no debugfs, \
+                     a kernel without that knob, or debugfs locked down)"
+                ))
+            }
+            Err(why) => return Some(why),
+        }
     }
     if let Some(want) = row.migration_cost_ns {
         match caps.migration_cost_ns {
@@ -146,37 +212,27 @@ impl Host {
         self.trace = Some((tfs, spec, topo.clone()));
     }
 
-    fn probe_args(&self, row: &Row, spec: &ExperimentSpec) -> Vec<String> {
+    /// The probe a sample of `row` runs.
+    fn probe_spec(&self, row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         let p = &spec.probe;
-        let mut a: Vec<String> = vec![
-            "probe".into(),
-            "--json".into(),
-            "--pattern".into(),
-            p.pattern.name().into(),
-            "--size".into(),
-            p.size.clone(),
-            "--counts".into(),
-            p.counts.to_string(),
-            "--thp".into(),
-            p.thp.name().into(),
-            "--observe-every".into(),
-            p.observe_every.to_string(),
-        ];
-        match &row.mem {
-            RowMem::Node(n) => a.extend(["--membind".into(), n.to_string()]),
-            RowMem::Interleave(s) => a.extend(["--interleave".into(), s.to_string()]),
-            RowMem::Float => {}
+        ProbeSpec {
+            pattern: p.pattern,
+            size_bytes: p.size.bytes(),
+            counts: p.counts,
+            cpu: match row.cpu {
+                RowCpu::Node(n) => CpuPlacement::Node(n),
+                RowCpu::Float => CpuPlacement::Float,
+            },
+            mem: match &row.mem {
+                RowMem::Node(n) => MemPlacement::Bind(*n),
+                RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
+                RowMem::Float => MemPlacement::Float,
+            },
+            pnid: (row.pnid >= 0).then_some(row.pnid),
+            pnid_prctl: (row.pnid >= 0).then(|| self.pnid_prctl.clone()).flatten(),
+            thp: p.thp,
+            observe_every: p.observe_every,
         }
-        if let RowCpu::Node(n) = row.cpu {
-            a.extend(["--cpunodebind".into(), n.to_string()]);
-        }
-        if row.pnid >= 0 {
-            a.extend(["--pnid".into(), row.pnid.to_string()]);
-            if let Some(p) = &self.pnid_prctl {
-                a.extend(["--pnid-prctl".into(), p.clone()]);
-            }
-        }
-        a
     }
 }
 
@@ -212,9 +268,10 @@ impl Backend for Host {
     }
 
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
-        guard.set(state::NUMA_BALANCING, &row.nb.to_string())?;
-        if let Some(c) = row.migration_cost_ns {
-            guard.set(state::MIGRATION_COST, &c.to_string())?;
+        let knobs = row_knobs(row)?;
+        guard.reset_except(&knobs.keys().cloned().collect())?;
+        for (path, value) in &knobs {
+            guard.set(path, value)?;
         }
         Ok(())
     }
@@ -223,107 +280,73 @@ impl Backend for Host {
         &mut self,
         row: &Row,
         spec: &ExperimentSpec,
-        stop: &AtomicBool,
+        stop: &Stop,
         guard: &mut Guard,
     ) -> anyhow::Result<Sampled> {
+        let mut knob_paths = vec![
+            state::NUMA_BALANCING.to_string(),
+            state::MIGRATION_COST.into(),
+        ];
+        knob_paths.extend(row_knobs(row)?.into_keys());
+        let knob_paths: Vec<&str> = knob_paths.iter().map(String::as_str).collect();
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        let knobs = read_knobs(&knob_paths, read);
         let load = if spec.load > 0.0 {
             Some(Load::start(&self.load_spec).context("starting the background load")?)
         } else {
             None
         };
-        // The record can exceed a pipe's buffer: the probe writes to a file,
-        // and the runner polls so a signal can end the sample at once.
-        let out_path =
-            std::env::temp_dir().join(format!("numalab-probe-{}.json", crate::sys::pid()));
-        let out = std::fs::File::create(&out_path).context("creating the probe's output file")?;
-        let args = self.probe_args(row, spec);
-        let started = Instant::now();
-        // Traced: the probe waits at a gate until the tracer watches its pid.
-        let (mut child, mut tracer) = match &self.trace {
-            Some((tfs, live, _)) => {
-                let mut argv: Vec<std::ffi::OsString> = vec![self.exe.clone().into()];
-                argv.extend(args.iter().map(Into::into));
-                let (child, gate) = crate::sys::spawn_gated(&self.exe, &argv, |c| {
-                    c.stdout(out).stderr(std::process::Stdio::piped());
-                })
-                .context("starting the probe")?;
-                let pids = std::collections::BTreeSet::from([child.id()]);
-                let t = Tracer::start(tfs, guard, pids, live.clone());
-                let t = match t {
-                    Ok(t) => t,
-                    Err(e) => {
-                        drop(gate);
-                        let mut child = child;
-                        let _ = child.wait();
-                        return Err(e);
-                    }
-                };
-                gate.open().context("releasing the probe")?;
-                (child, Some(t))
-            }
-            None => (
-                crate::sys::spawn_dying_with_parent(
-                    std::process::Command::new(&self.exe)
-                        .args(&args)
-                        .stdout(out)
-                        .stderr(std::process::Stdio::piped()),
-                )
-                .context("starting the probe")?,
-                None,
-            ),
+        let mut argv: Vec<std::ffi::OsString> = vec![self.exe.clone().into()];
+        argv.extend(
+            self.probe_spec(row, spec)
+                .child_args()
+                .iter()
+                .map(Into::into),
+        );
+        let opts = crate::exec::Options {
+            // 1 ms: the probe's wall time is part of what the run reports.
+            poll: Duration::from_millis(1),
+            trace: self
+                .trace
+                .as_ref()
+                .map(|(tfs, live, _)| (tfs, live.clone())),
+            ..Default::default()
         };
-        let mut last_poll = Instant::now();
-        let status = loop {
-            if stop.load(Ordering::Relaxed) {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_file(&out_path);
-                if let Some(t) = tracer.take() {
-                    let _ = t.finish(guard);
-                }
-                return Err(Interrupted.into());
-            }
-            if let Some(st) = child.try_wait()? {
-                break st;
-            }
-            if let Some(t) = &mut tracer {
-                if last_poll.elapsed() >= Duration::from_millis(100) {
-                    t.poll()?;
-                    last_poll = Instant::now();
-                }
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        let wall_ns = started.elapsed().as_nanos() as u64;
+        let batch = crate::exec::run(&self.exe, &[argv], opts, guard, stop, |_, _, _| {})
+            .context("running the probe")?;
         drop(load);
-        let captured = tracer.map(|t| t.finish(guard)).transpose()?;
-        let stdout = std::fs::read(&out_path).context("reading the probe's record")?;
-        let _ = std::fs::remove_file(&out_path);
-        if !status.success() {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
+        let knobs_changed = changed_knobs(&knobs, &read_knobs(&knob_paths, read));
+        if batch.ended != crate::exec::Ended::Exited {
+            return Err(stop.interrupted().into());
+        }
+        let probe = batch
+            .children
+            .into_iter()
+            .next()
+            .expect("one probe per sample");
+        if !probe.reaped.success() {
             anyhow::bail!(
-                "probe for row [{:02}] failed ({status}): {}",
+                "probe for row [{:02}] failed ({}): {}",
                 row.id,
-                err.trim()
+                probe.reaped.describe(),
+                probe.stderr_text()
             );
         }
         let rec: ProbeRecord =
-            serde_json::from_slice(&stdout).context("parsing the probe's record")?;
-        let trace = match (captured, &self.trace) {
+            serde_json::from_slice(&probe.stdout).context("parsing the probe's record")?;
+        let trace = match (batch.captured, &self.trace) {
             (Some(c), Some((_, _, topo))) => Some(SampleTrace::from_capture(topo, &c, &rec)),
             _ => None,
         };
         Ok(Sampled {
             probe: rec,
-            wall_ns,
+            wall_ns: probe.wall_ns,
             trace,
-            numa_balancing: std::fs::read_to_string(state::NUMA_BALANCING)
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
+            numa_balancing: knobs
+                .get(state::NUMA_BALANCING)
+                .and_then(|v| v.parse().ok()),
+            knobs,
+            knobs_changed,
         })
     }
 }

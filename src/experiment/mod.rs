@@ -6,8 +6,8 @@
 //! ([`record`]) -> reports (`crate::report`).
 
 pub mod backend;
+pub mod knobs;
 pub mod plan;
 pub mod record;
 pub mod runner;
 pub mod spec;
-pub mod state;

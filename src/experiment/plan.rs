@@ -55,6 +55,7 @@ mod tests {
             mem: RowMem::Float,
             cpu: RowCpu::Float,
             migration_cost_ns: None,
+            knobs: Default::default(),
             needs_two_nodes: false,
             skip: skip.then(|| "no".into()),
         }

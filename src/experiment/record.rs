@@ -1,12 +1,18 @@
 //! Run records: `run.json` (metadata, spec, rows) and `samples.jsonl` (one
 //! line per sample, flushed and fsynced before the next sample starts).
+//!
+//! Records are never lost: reading them ([`read_samples`]) is pure, it never
+//! writes, and returns the records with everything it found wrong (see
+//! [`SamplesFile`]). Only `run --resume` changes the file, and only to cut a
+//! torn final line ([`drop_torn_tail`]), which it says it does. Every I/O
+//! error names its file.
 
 use super::spec::{ExperimentSpec, Row};
 use crate::probe::record::ProbeRecord;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const RUN_SCHEMA: &str = "numalab.run/1";
@@ -44,6 +50,13 @@ pub struct SampleRecord {
     /// Knob values in force for the sample.
     pub numa_balancing: Option<u8>,
     pub migration_cost_ns: Option<u64>,
+    /// Every knob the run sets, as read when the sample started.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
+    /// Knobs that changed under the sample (read again at its end): the
+    /// report flags such samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs_changed: Vec<String>,
     /// The probe process's wall time, start to exit.
     pub wall_ns: u64,
     pub probe: ProbeRecord,
@@ -59,20 +72,40 @@ pub fn samples_path(dir: &Path) -> PathBuf {
     dir.join("samples.jsonl")
 }
 
-/// Writes a file atomically (temp file, fsync, rename), so readers and
-/// crashes never see half of it.
-pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(data)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+/// Files a run directory holds besides run.json: a directory with any of
+/// them but no run.json holds another run's data (or half of one).
+pub const RUN_FILES: [&str; 5] = [
+    "samples.jsonl",
+    "report.txt",
+    "report.md",
+    "report.csv",
+    "report.json",
+];
+
+/// `dir` can take a new run: no run in it, no other run's files (a new run
+/// must not adopt a foreign samples.jsonl), and it is or can be made a
+/// writable directory. Looks only; nothing is created.
+pub fn check_new_run_dir(dir: &Path) -> anyhow::Result<()> {
+    if meta_path(dir).exists() {
+        return Err(crate::error::usage(format!(
+            "{} already holds a run: use --resume {} to continue it, or another --out",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    if let Some(f) = RUN_FILES.iter().map(|f| dir.join(f)).find(|p| p.exists()) {
+        return Err(crate::error::usage(format!(
+            "--out {}: {} exists but run.json does not: it is not this run's, and a new \
+             run will not adopt it; move it away or choose another --out",
+            dir.display(),
+            f.display()
+        )));
+    }
+    crate::paths::check_output_dir(dir, "--out")
 }
+
+/// The one atomic, durable writer ([`crate::sys::state::write_atomic`]).
+pub use crate::sys::state::write_atomic;
 
 pub fn write_meta(dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(meta)?;
@@ -105,54 +138,285 @@ pub fn read_meta(dir: &Path) -> anyhow::Result<RunMeta> {
     Ok(meta)
 }
 
-/// Reads every complete sample line. A torn last line (a crash mid-write)
-/// is dropped and the file truncated to the last complete line.
-pub fn read_samples(dir: &Path) -> anyhow::Result<Vec<SampleRecord>> {
-    let p = samples_path(dir);
-    let f = match std::fs::File::open(&p) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+/// A line of samples.jsonl (1-based) that is not a sample record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadLine {
+    pub line: usize,
+    pub error: String,
+}
+
+/// The final line without its newline: a write cut short by a crash (the
+/// writer puts record and newline in one write). Never counted, even when
+/// its JSON happens to be complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TornTail {
+    pub line: usize,
+    /// Where it starts: the length of the complete lines before it.
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// A record that is not counted, with why: a (row, sample) pair an earlier
+/// line holds, or a pair the run does not plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Uncounted {
+    pub line: usize,
+    pub row: usize,
+    pub sample: u32,
+    pub why: String,
+}
+
+/// What reading samples.jsonl found. Nothing in the file is changed.
+#[derive(Debug, Clone, Default)]
+pub struct SamplesFile {
+    pub path: PathBuf,
+    /// The file's length when read.
+    pub len: u64,
+    /// The records counted: valid, planned, first of their (row, sample).
+    pub records: Vec<SampleRecord>,
+    pub torn: Option<TornTail>,
+    /// Complete lines that are not sample records.
+    pub bad: Vec<BadLine>,
+    /// Duplicates (the first line of a pair counts, later ones do not) and
+    /// records of rows or sample indices the run does not plan.
+    pub uncounted: Vec<Uncounted>,
+}
+
+impl SamplesFile {
+    /// Bad lines are an error (exit 2) that names the file and every line
+    /// (the first ten); nothing has been changed.
+    pub fn require_clean(&self) -> anyhow::Result<()> {
+        if self.bad.is_empty() {
+            return Ok(());
+        }
+        let mut msg = String::new();
+        for b in self.bad.iter().take(10) {
+            msg.push_str(&format!(
+                "\n  {}:{}: not a sample record: {}",
+                self.path.display(),
+                b.line,
+                b.error
+            ));
+        }
+        if self.bad.len() > 10 {
+            msg.push_str(&format!("\n  ... and {} more", self.bad.len() - 10));
+        }
+        Err(crate::error::usage(format!(
+            "{}: {} bad line(s) before the last one; nothing was changed. Records are \
+             never dropped: fix or remove the line(s), then retry{msg}",
+            self.path.display(),
+            self.bad.len()
+        )))
+    }
+
+    /// The torn final line, said as a warning.
+    pub fn torn_warning(&self) -> Option<String> {
+        self.torn.as_ref().map(|t| {
+            format!(
+                "{}:{}: torn final line ({} bytes, no trailing newline: a write cut short), \
+                 not counted",
+                self.path.display(),
+                t.line,
+                t.bytes
+            )
+        })
+    }
+
+    /// One lasting note per uncounted record, for reports.
+    pub fn notes(&self) -> Vec<String> {
+        self.uncounted
+            .iter()
+            .map(|u| {
+                format!(
+                    "{}:{}: row {} sample {} not counted: {}",
+                    self.path.display(),
+                    u.line,
+                    u.row,
+                    u.sample,
+                    u.why
+                )
+            })
+            .collect()
+    }
+}
+
+/// Reads samples.jsonl without changing it: every counted record, plus a
+/// torn final line, bad lines, duplicates and unplanned records (see
+/// [`SamplesFile`]). A missing file is an empty run.
+pub fn read_samples(dir: &Path, meta: &RunMeta) -> anyhow::Result<SamplesFile> {
+    let path = samples_path(dir);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let mut out = Vec::new();
-    let mut good_bytes = 0u64;
-    let mut torn = false;
-    for (i, line) in std::io::BufReader::new(f).split(b'\n').enumerate() {
-        let line = line?;
-        match serde_json::from_slice::<SampleRecord>(&line) {
+    let mut out = SamplesFile {
+        path,
+        len: data.len() as u64,
+        ..Default::default()
+    };
+    let planned: BTreeSet<usize> = meta
+        .rows
+        .iter()
+        .filter(|r| r.skip.is_none())
+        .map(|r| r.id)
+        .collect();
+    let mut first: HashMap<(usize, u32), usize> = HashMap::new();
+    let mut offset = 0u64;
+    let mut rest = &data[..];
+    let mut line = 0;
+    while !rest.is_empty() {
+        line += 1;
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            out.torn = Some(TornTail {
+                line,
+                offset,
+                bytes: rest.len() as u64,
+            });
+            break;
+        };
+        let text = &rest[..nl];
+        offset += nl as u64 + 1;
+        rest = &rest[nl + 1..];
+        let rec = match serde_json::from_slice::<SampleRecord>(text) {
+            Ok(r) if r.schema == SAMPLE_SCHEMA => r,
             Ok(r) => {
-                out.push(r);
-                good_bytes += line.len() as u64 + 1;
+                let error = format!("schema {:?}, expected {SAMPLE_SCHEMA:?}", r.schema);
+                out.bad.push(BadLine { line, error });
+                continue;
             }
             Err(e) => {
-                torn = true;
-                eprintln!(
-                    "numalab: {} line {}: dropped an incomplete record ({e})",
-                    p.display(),
-                    i + 1
-                );
-                break;
+                out.bad.push(BadLine {
+                    line,
+                    error: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let key = (rec.row, rec.sample);
+        let why = if let Some(f) = first.get(&key) {
+            Some(format!("duplicate of line {f}"))
+        } else if !planned.contains(&rec.row) {
+            Some(match meta.rows.get(rec.row) {
+                Some(r) => format!(
+                    "row {} is not planned in this run ({})",
+                    r.id,
+                    r.skip.as_deref().unwrap_or("skipped")
+                ),
+                None => format!(
+                    "the run has no row {} (rows 0-{})",
+                    rec.row,
+                    meta.rows.len().saturating_sub(1)
+                ),
+            })
+        } else if rec.sample >= meta.spec.samples {
+            Some(format!(
+                "sample index beyond the run's {} samples per row",
+                meta.spec.samples
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => out.uncounted.push(Uncounted {
+                line,
+                row: rec.row,
+                sample: rec.sample,
+                why,
+            }),
+            None => {
+                first.insert(key, line);
+                out.records.push(rec);
             }
         }
     }
-    if torn {
-        let f = std::fs::OpenOptions::new().write(true).open(&p)?;
-        f.set_len(good_bytes)?;
-    }
     Ok(out)
+}
+
+/// Cuts the torn final line found by [`read_samples`] off the file, and
+/// nothing else: it refuses when the file changed since it was read.
+pub fn drop_torn_tail(found: &SamplesFile) -> anyhow::Result<()> {
+    let Some(t) = &found.torn else {
+        return Ok(());
+    };
+    let p = &found.path;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .with_context(|| format!("opening {}", p.display()))?;
+    let len = f
+        .metadata()
+        .with_context(|| format!("reading {}", p.display()))?
+        .len();
+    if len != found.len {
+        anyhow::bail!(
+            "{} changed while it was read ({} bytes, now {len}): is another numalab writing it?",
+            p.display(),
+            found.len
+        );
+    }
+    f.set_len(t.offset)
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("cutting the torn final line off {}", p.display()))
 }
 
 /// Appends one sample as a JSON line and fsyncs it.
 pub fn append_sample(dir: &Path, rec: &SampleRecord) -> anyhow::Result<()> {
     let p = samples_path(dir);
-    let mut f = std::fs::OpenOptions::new()
+    let mut line = serde_json::to_vec(rec)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&p)
-        .with_context(|| format!("opening {}", p.display()))?;
-    let mut line = serde_json::to_vec(rec)?;
-    line.push(b'\n');
-    f.write_all(&line)?;
-    f.sync_data()?;
-    Ok(())
+        .and_then(|mut f| {
+            f.write_all(&line)?;
+            f.sync_data()
+        })
+        .with_context(|| format!("appending a sample to {}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_name_the_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let dir = file.join("run"); // under a file: ENOTDIR on every write
+        let e = write_atomic(&dir.join("report.txt"), b"r").unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/report.txt"), "{e:#}");
+        let rec: SampleRecord = serde_json::from_str(include_str!(
+            "../../tests/fixtures/probe-record-before-numa.json"
+        ))
+        .map(|probe| SampleRecord {
+            schema: SAMPLE_SCHEMA.into(),
+            row: 0,
+            sample: 0,
+            seq: 0,
+            numa_balancing: None,
+            migration_cost_ns: None,
+            knobs: Default::default(),
+            knobs_changed: Vec::new(),
+            wall_ns: 1,
+            probe,
+            trace: None,
+        })
+        .unwrap();
+        let e = append_sample(&dir, &rec).unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
+        let found = SamplesFile {
+            path: samples_path(&dir),
+            torn: Some(TornTail {
+                line: 1,
+                offset: 0,
+                bytes: 3,
+            }),
+            ..Default::default()
+        };
+        let e = drop_torn_tail(&found).unwrap_err();
+        assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
+    }
 }

@@ -1,20 +1,45 @@
-//! Running (or resuming) an experiment: plan, knobs, samples, records,
-//! reports, progress.
+//! Running (or resuming) an experiment: plan, knobs, samples, records.
+//!
+//! What is shown and exported is the caller's: the runner hands every step
+//! to a [`RunObserver`] (reports, progress), as a scheduler is handed its
+//! exporter, so this layer never imports `crate::report`.
+//!
+//! Resuming reads the records first ([`record::read_samples`]): a bad line
+//! before the last is an error and nothing changes; a torn final line is
+//! cut off (and the observer is told) before anything is appended;
+//! duplicates of a (row, sample) pair and records of unplanned rows stay in
+//! the file but are not counted, so a pair never counts twice, and the
+//! observer gets them as lasting notes for every report.
 
-use super::backend::{skip_reason, Backend, Interrupted, Sampled};
+use super::backend::{skip_reason, Backend, Sampled};
 use super::plan;
-use super::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use super::spec::ExperimentSpec;
-use super::state::{self, Guard};
+use super::record::{self, RunMeta, SampleRecord, SamplesFile, RUN_SCHEMA, SAMPLE_SCHEMA};
+use super::spec::{ExperimentSpec, Row};
 use crate::error::usage;
-use crate::report;
+use crate::sys::signals::{Interrupted, Stop};
+use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
 use std::collections::BTreeSet;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// Told every step of a run: writes the exports, shows progress.
+pub trait RunObserver {
+    /// Before the first new sample: the run, what reading its records found
+    /// (`found.records` are counted; a torn tail in `found.torn` has just
+    /// been cut off the file; `found.uncounted` stay in it) and how many
+    /// samples are still to run.
+    fn on_plan(&mut self, meta: &RunMeta, found: &SamplesFile, todo: u64) -> anyhow::Result<()>;
+    /// A sample of `row` starts; `done` of `planned` are recorded.
+    fn on_sample_start(&mut self, row: &Row, done: u64, planned: u64);
+    /// A sample was recorded (appended, fsynced); `samples` are all counted.
+    fn on_sample(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()>;
+    /// The run stopped (complete or interrupted), knobs restored, run.json
+    /// final.
+    fn on_finish(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()>;
+}
+
+#[derive(Debug)]
 pub struct Outcome {
     pub dir: PathBuf,
     pub planned: u64,
@@ -22,6 +47,8 @@ pub struct Outcome {
     pub run_wall_ns: u64,
     pub probe_wall_ns: u64,
     pub probe_loop_ns: u64,
+    /// Set when a stop signal ended the run early.
+    pub interrupted: Option<Interrupted>,
 }
 
 fn now_s() -> u64 {
@@ -41,22 +68,28 @@ pub fn create(
 ) -> anyhow::Result<RunMeta> {
     let mut rows = spec.rows(topo)?;
     let (a, b) = spec.resolve_nodes(topo)?;
-    if record::meta_path(dir).exists() {
-        return Err(usage(format!(
-            "{} already holds a run: use --resume {} to continue it, or another --out",
-            dir.display(),
-            dir.display()
-        )));
-    }
+    record::check_new_run_dir(dir)?;
     let caps = backend.capabilities();
+    // Knob values are checked against what the knobs hold now, before the
+    // first change.
+    for blk in &spec.blocks {
+        super::knobs::check_values(&blk.knobs, |p| backend.read_knob(p))?;
+    }
     for r in rows.iter_mut() {
-        r.skip = skip_reason(r, &caps, a, b, topo);
+        r.skip = skip_reason(r, &caps, a, b, topo, &|p| backend.knob_writable(p));
     }
     let runnable = rows.iter().filter(|r| r.skip.is_none()).count() as u64;
+    let mut knob_paths = vec![
+        state::NUMA_BALANCING.to_string(),
+        state::MIGRATION_COST.into(),
+    ];
+    for r in &rows {
+        knob_paths.extend(super::backend::row_knobs(r)?.into_keys());
+    }
     let mut knobs = std::collections::BTreeMap::new();
-    for k in [state::NUMA_BALANCING, state::MIGRATION_COST] {
-        if let Ok(v) = std::fs::read_to_string(k) {
-            knobs.insert(k.to_string(), v.trim().to_string());
+    for k in knob_paths {
+        if let Some(v) = backend.read_knob(&k) {
+            knobs.insert(k, v.trim().to_string());
         }
     }
     let meta = RunMeta {
@@ -79,17 +112,17 @@ pub fn create(
     std::fs::create_dir_all(dir)
         .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
     record::write_meta(dir, &meta)?;
-    report::write_exports(dir, &meta, &[])?;
     Ok(meta)
 }
 
-/// Runs every planned sample not yet in `dir`'s records.
+/// Runs every planned sample not yet in `dir`'s records, telling `observer`.
 pub fn execute(
     backend: &mut dyn Backend,
     topo: &Topology,
     dir: &Path,
     guard: &mut Guard,
-    stop: &AtomicBool,
+    stop: &Stop,
+    observer: &mut dyn RunObserver,
 ) -> anyhow::Result<Outcome> {
     let mut meta = record::read_meta(dir)?;
     if meta.topology_digest != topo.digest() {
@@ -100,8 +133,10 @@ pub fn execute(
             topo.digest()
         )));
     }
-    let mut samples = record::read_samples(dir)?;
-    let done: BTreeSet<(usize, u32)> = samples.iter().map(|s| (s.row, s.sample)).collect();
+    let found = record::read_samples(dir, &meta)?;
+    found.require_clean()?;
+    record::drop_torn_tail(&found)?;
+    let done: BTreeSet<(usize, u32)> = found.records.iter().map(|s| (s.row, s.sample)).collect();
     let order = plan::order(&meta.rows, meta.spec.samples, meta.spec.seed);
     let todo: Vec<(u64, (usize, u32))> = order
         .iter()
@@ -110,42 +145,24 @@ pub fn execute(
         .map(|(i, p)| (i as u64, *p))
         .collect();
     let planned = order.len() as u64;
-    let tty = std::io::stderr().is_terminal();
+    observer.on_plan(&meta, &found, todo.len() as u64)?;
+    let mut samples = found.records;
     let started = Instant::now();
     let (mut probe_wall, mut probe_loop) = (0u64, 0u64);
-    let total_todo = todo.len();
-    for (k, (seq, (row_id, sample))) in todo.into_iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
+    for (seq, (row_id, sample)) in todo {
+        if stop.is_set() {
             break;
         }
         let row = meta.rows[row_id].clone();
-        if tty {
-            let elapsed = started.elapsed().as_secs_f64();
-            let eta = if k > 0 {
-                elapsed / k as f64 * (total_todo - k) as f64
-            } else {
-                f64::NAN
-            };
-            eprint!(
-                "\r\x1b[K[{:02}] {} | sample {}/{} | {} | ETA {}",
-                row.id,
-                row.params(),
-                samples.len() + 1,
-                planned,
-                fmt_dur(elapsed),
-                if eta.is_nan() {
-                    "?".into()
-                } else {
-                    fmt_dur(eta)
-                }
-            );
-        }
+        observer.on_sample_start(&row, samples.len() as u64, planned);
         backend.prepare(&row, guard)?;
         let Sampled {
             probe,
             wall_ns,
             trace,
             numa_balancing,
+            knobs,
+            knobs_changed,
         } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
@@ -160,24 +177,23 @@ pub fn execute(
             seq,
             numa_balancing,
             migration_cost_ns: row.migration_cost_ns,
+            knobs,
+            knobs_changed,
             wall_ns,
             probe,
             trace,
         };
         record::append_sample(dir, &rec)?;
         samples.push(rec);
-        report::write_exports(dir, &meta, &samples)?;
-    }
-    if tty {
-        eprintln!();
+        observer.on_sample(&meta, &samples)?;
     }
     let run_wall_ns = started.elapsed().as_nanos() as u64;
     guard.restore()?;
     if samples.len() as u64 >= planned && meta.end_unix_s.is_none() {
         meta.end_unix_s = Some(now_s());
         record::write_meta(dir, &meta)?;
-        report::write_exports(dir, &meta, &samples)?;
     }
+    observer.on_finish(&meta, &samples)?;
     Ok(Outcome {
         dir: dir.to_path_buf(),
         planned,
@@ -185,16 +201,6 @@ pub fn execute(
         run_wall_ns,
         probe_wall_ns: probe_wall,
         probe_loop_ns: probe_loop,
+        interrupted: stop.is_set().then(|| stop.interrupted()),
     })
-}
-
-fn fmt_dur(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
 }

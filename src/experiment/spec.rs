@@ -9,8 +9,10 @@
 use crate::error::usage;
 use crate::idset::IdSet;
 use crate::probe::{Pattern, ThpMode};
+use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The most rows a spec may expand to: the RFC's matrix is 36 rows per
 /// migration cost, and a spec file is outside input, so a few kB of TOML
@@ -53,6 +55,11 @@ pub struct Block {
     pub pnid: PnidRef,
     /// kernel.numa_balancing for the block: 0 or 1.
     pub nb: u8,
+    /// Other knobs the block's rows run under ([`super::knobs`]): name ->
+    /// value, e.g. `"sched/numa_balancing/scan_delay_ms" = "4294967295"`.
+    /// Rows of blocks without a knob run with its original value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +73,7 @@ pub enum PnidRef {
 #[serde(deny_unknown_fields, default)]
 pub struct ProbeParams {
     pub pattern: Pattern,
-    pub size: String,
+    pub size: crate::units::Size,
     pub counts: u32,
     pub thp: ThpMode,
     pub observe_every: u32,
@@ -76,7 +83,7 @@ impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             pattern: Pattern::RandRw,
-            size: "256M".into(),
+            size: crate::units::Size(256 << 20),
             counts: 4,
             thp: ThpMode::System,
             observe_every: 4096,
@@ -110,7 +117,11 @@ pub struct ExperimentSpec {
 
 impl Default for ExperimentSpec {
     fn default() -> Self {
-        let b = |pnid: PnidRef, nb| Block { pnid, nb };
+        let b = |pnid: PnidRef, nb| Block {
+            pnid,
+            nb,
+            knobs: BTreeMap::new(),
+        };
         ExperimentSpec {
             nodes: Vec::new(),
             samples: 64,
@@ -158,6 +169,9 @@ pub struct Row {
     pub mem: RowMem,
     pub cpu: RowCpu,
     pub migration_cost_ns: Option<u64>,
+    /// The block's other knobs (name -> value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
     /// The row names node B (or interleaves A,B): meaningless where A = B.
     #[serde(default)]
     pub needs_two_nodes: bool,
@@ -179,15 +193,21 @@ impl Row {
             RowCpu::Float => "F".into(),
         }
     }
-    /// `PNID: -1 NB: 0 Mem: 0 CPU: F`, the RFC's parameter column.
+    /// `PNID: -1 NB: 0 Mem: 0 CPU: F`, the RFC's parameter column, with
+    /// the block's other knobs after it when it has any.
     pub fn params(&self) -> String {
-        format!(
+        let mut p = format!(
             "PNID: {} NB: {} Mem: {} CPU: {}",
             self.pnid,
             self.nb,
             self.mem_label(),
             self.cpu_label()
-        )
+        );
+        if !self.knobs.is_empty() {
+            p.push(' ');
+            p.push_str(&super::knobs::label(&self.knobs));
+        }
+        p
     }
     /// The node the row's memory is on, when it is one node.
     pub fn mem_node(&self) -> Option<u32> {
@@ -255,11 +275,35 @@ impl ExperimentSpec {
             if b.nb > 1 {
                 return Err(usage(format!("nb {}: must be 0 or 1", b.nb)));
             }
+            super::knobs::check(&b.knobs)?;
         }
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
         }
-        crate::units::parse_size(&self.probe.size).map_err(usage)?;
+        if self.probe.size.bytes() < 4096 {
+            return Err(usage(format!(
+                "probe size {}: at least one page (4 KiB)",
+                self.probe.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the probe's buffer against what the machine under `sys` can
+    /// give (`crate::probe::memory`, with its margin): for every row, and
+    /// for rows whose memory is on one node, against that node's free
+    /// memory. Before any work, so a size the machine cannot hold is an
+    /// error instead of an OOM kill.
+    pub fn check_memory(&self, sys: &SysRoot, topo: &Topology) -> anyhow::Result<()> {
+        self.check()?;
+        let bytes = self.probe.size.bytes();
+        let what = format!("probe size {}", self.probe.size);
+        crate::probe::memory::check(sys, topo, &what, bytes, None)?;
+        let nodes: std::collections::BTreeSet<u32> =
+            self.rows(topo)?.iter().filter_map(Row::mem_node).collect();
+        for n in nodes {
+            crate::probe::memory::check_node(sys, topo, &what, bytes, n)?;
+        }
         Ok(())
     }
 
@@ -326,7 +370,7 @@ impl ExperimentSpec {
                 },
             };
             let pnid_b = matches!(&blk.pnid, PnidRef::Role(r) if is_b(r));
-            blocks.push((pnid, blk.nb, pnid_b));
+            blocks.push((pnid, blk.nb, pnid_b, &blk.knobs));
         }
         let costs: Vec<Option<u64>> = if self.migration_cost_ns.is_empty() {
             vec![None]
@@ -335,7 +379,7 @@ impl ExperimentSpec {
         };
         let mut rows = Vec::new();
         for cost in costs {
-            for (bi, (pnid, nb, pnid_b)) in blocks.iter().enumerate() {
+            for (bi, (pnid, nb, pnid_b, knobs)) in blocks.iter().enumerate() {
                 for (m, mem_b) in &mems {
                     for (c, cpu_b) in &cpus {
                         rows.push(Row {
@@ -346,6 +390,7 @@ impl ExperimentSpec {
                             mem: m.clone(),
                             cpu: c.clone(),
                             migration_cost_ns: cost,
+                            knobs: (*knobs).clone(),
                             needs_two_nodes: *pnid_b || *mem_b || *cpu_b,
                             skip: None,
                         });

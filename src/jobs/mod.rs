@@ -10,17 +10,18 @@
 
 pub mod render;
 
-use crate::experiment::state::Guard;
+use crate::exec::{self, Ended};
 use crate::probe::record::ProbeRecord;
+use crate::sys::signals::Stop;
+use crate::sys::state::Guard;
 use crate::topology::Topology;
 use crate::trace::analyze::{analyze, Causes, TaskTrace};
-use crate::trace::live::{LiveSpec, Tracer};
+use crate::trace::live::LiveSpec;
 use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const SCHEMA: &str = "numalab.jobs/1";
 
@@ -73,8 +74,8 @@ pub struct JobsRecord {
 #[derive(Debug, Clone)]
 pub struct JobsSpec {
     pub n: u32,
-    /// `probe` arguments (without `--json`).
-    pub probe_args: Vec<String>,
+    /// What every job runs.
+    pub probe: crate::probe::ProbeSpec,
     /// Background load percent on every CPU (0: none).
     pub load: f64,
     /// Trace with tracefs (else residency is the probes' self-observation).
@@ -82,19 +83,12 @@ pub struct JobsSpec {
     pub buffer_kb: u32,
 }
 
-struct Running {
-    pid: i32,
-    out: std::path::PathBuf,
-    err: std::path::PathBuf,
-    reaped: Option<crate::sys::Reaped>,
-}
-
 /// Runs the jobs; `progress(done, n, elapsed)` after each poll.
 pub fn run(
     topo: &Topology,
     spec: &JobsSpec,
     guard: &mut Guard,
-    stop: &AtomicBool,
+    stop: &Stop,
     mut progress: impl FnMut(u32, u32, f64),
 ) -> anyhow::Result<JobsRecord> {
     let exe = std::env::current_exe().context("finding the numalab executable")?;
@@ -107,105 +101,50 @@ pub fn run(
     } else {
         None
     };
-    let tmp = tempdir()?;
-    let mut jobs = Vec::new();
-    let mut gates = Vec::new();
-    for j in 0..spec.n {
-        let out = tmp.join(format!("job{j}.json"));
-        let err = tmp.join(format!("job{j}.err"));
-        let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into(), "probe".into()];
-        argv.extend(spec.probe_args.iter().map(Into::into));
-        argv.push("--json".into());
-        let (o, e) = (std::fs::File::create(&out)?, std::fs::File::create(&err)?);
-        let (child, gate) = crate::sys::spawn_gated(&exe, &argv, |c| {
-            c.stdout(o).stderr(e);
-        })
-        .context("starting a job")?;
-        jobs.push(Running {
-            pid: child.id() as i32,
-            out,
-            err,
-            reaped: None,
-        });
-        gates.push(gate);
-    }
-    let pids: BTreeSet<u32> = jobs.iter().map(|j| j.pid as u32).collect();
-    let mut tracer = match &spec.tracefs {
-        Some(tfs) => Some(Tracer::start(
-            tfs,
-            guard,
-            pids.clone(),
-            LiveSpec {
-                buffer_kb: spec.buffer_kb,
-                follow_forks: false,
-                pages_every: None,
-                cpus: topo.online_cpus().iter().collect(),
-            },
-        )?),
-        None => None,
+    let child_args = spec.probe.child_args();
+    let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
+    argv.extend(child_args.iter().map(Into::into));
+    let commands = vec![argv; spec.n as usize];
+    let opts = exec::Options {
+        trace: spec.tracefs.as_ref().map(|tfs| {
+            (
+                tfs,
+                LiveSpec {
+                    buffer_kb: spec.buffer_kb,
+                    follow_forks: false,
+                    pages_every: None,
+                    cpus: topo.online_cpus().iter().collect(),
+                },
+            )
+        }),
+        ..Default::default()
     };
-    let started = Instant::now();
-    for g in gates {
-        g.open().context("releasing a job")?;
-    }
-    let kill_all = |jobs: &mut Vec<Running>| {
-        for j in jobs.iter().filter(|j| j.reaped.is_none()) {
-            let _ = crate::sys::signal(j.pid, libc::SIGKILL);
-        }
-        for j in jobs.iter_mut().filter(|j| j.reaped.is_none()) {
-            while let Ok(None) = crate::sys::try_reap(j.pid) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
-    };
-    loop {
-        let mut done = 0;
-        for j in jobs.iter_mut() {
-            if j.reaped.is_none() {
-                j.reaped = crate::sys::try_reap(j.pid)?;
-            }
-            done += u32::from(j.reaped.is_some());
-        }
-        progress(done, spec.n, started.elapsed().as_secs_f64());
-        if done == spec.n {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            kill_all(&mut jobs);
-            if let Some(t) = tracer.take() {
-                let _ = t.finish(guard);
-            }
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(crate::experiment::backend::Interrupted.into());
-        }
-        if let Some(t) = &mut tracer {
-            t.poll()?;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let elapsed_s = started.elapsed().as_secs_f64();
+    let batch = exec::run(&exe, &commands, opts, guard, stop, |done, n, t| {
+        progress(done as u32, n as u32, t.as_secs_f64())
+    })?;
     drop(load);
-    let captured = tracer.map(|t| t.finish(guard)).transpose()?;
+    if batch.ended != Ended::Exited {
+        return Err(stop.interrupted().into());
+    }
+    let elapsed_s = batch.elapsed.as_secs_f64();
+    let captured = batch.captured;
+    let jobs = batch.children;
+    let pids: BTreeSet<u32> = jobs.iter().map(|j| j.pid).collect();
     let mut records = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
-        let r = j.reaped.unwrap();
-        if !r.success() {
-            let err = std::fs::read_to_string(&j.err).unwrap_or_default();
-            let _ = std::fs::remove_dir_all(&tmp);
+        if !j.reaped.success() {
             anyhow::bail!(
                 "job {} (pid {}) failed ({}): {}",
                 i + 1,
                 j.pid,
-                r.describe(),
-                err.trim()
+                j.reaped.describe(),
+                j.stderr_text()
             );
         }
-        let text = std::fs::read(&j.out)?;
-        let rec: ProbeRecord = serde_json::from_slice(&text)
+        let rec: ProbeRecord = serde_json::from_slice(&j.stdout)
             .with_context(|| format!("parsing job {}'s record", i + 1))?;
         records.push(rec);
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 
     let mut notes = Vec::new();
     let traced: BTreeMap<u32, TaskTrace> = match &captured {
@@ -213,7 +152,7 @@ pub fn run(
             let mem: BTreeMap<u32, Option<u32>> = jobs
                 .iter()
                 .zip(&records)
-                .map(|(j, r)| (j.pid as u32, r.placement.mem_node))
+                .map(|(j, r)| (j.pid, r.placement.mem_node))
                 .collect();
             analyze(topo, &c.events, &pids, false, c.window, &|p| {
                 mem.get(&p).copied().flatten()
@@ -244,8 +183,8 @@ pub fn run(
         .zip(&records)
         .enumerate()
         .map(|(i, (j, rec))| {
-            let r = j.reaped.unwrap();
-            let (res, migrations, causes, source) = match traced.get(&(j.pid as u32)) {
+            let r = j.reaped;
+            let (res, migrations, causes, source) = match traced.get(&j.pid) {
                 Some(t) => (
                     t.residency.clone(),
                     t.migrations.clone(),
@@ -261,7 +200,7 @@ pub fn run(
             };
             Job {
                 job: i as u32 + 1,
-                pid: j.pid as u32,
+                pid: j.pid,
                 max_pct: res.node_pct.values().copied().fold(0.0, f64::max),
                 node_pct: res.node_pct.clone(),
                 most_node: res.most_node,
@@ -285,7 +224,11 @@ pub fn run(
         nodes: topo.node_ids().iter().collect(),
         num_cpus: topo.online_cpus().len(),
         n: spec.n,
-        probe_args: spec.probe_args.clone(),
+        // The options, as the table's header shows them (no `probe --json`).
+        probe_args: child_args
+            .into_iter()
+            .skip_while(|a| a == "probe" || a == "--json")
+            .collect(),
         load: spec.load,
         elapsed_s,
         average_user_s,
@@ -294,12 +237,6 @@ pub fn run(
         notes,
         jobs: rows,
     })
-}
-
-fn tempdir() -> anyhow::Result<std::path::PathBuf> {
-    let d = std::env::temp_dir().join(format!("numalab-jobs-{}", crate::sys::pid()));
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-    Ok(d)
 }
 
 /// Reads a record written by `numalab jobs --out` (or `--format json`).

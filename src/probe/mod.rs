@@ -8,6 +8,7 @@
 //! returns a [`ProbeRecord`](record::ProbeRecord).
 
 pub mod kernels;
+pub mod memory;
 pub mod observe;
 pub mod pnid;
 pub mod record;
@@ -86,6 +87,42 @@ pub struct ProbeSpec {
 }
 
 impl ProbeSpec {
+    /// The command line of a child `numalab probe` that does this spec and
+    /// prints its record as JSON (after the executable): the one place that
+    /// spells a probe's options, for `run`'s samples and `jobs`' jobs.
+    pub fn child_args(&self) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "probe".into(),
+            "--json".into(),
+            "--pattern".into(),
+            self.pattern.name().into(),
+            "--size".into(),
+            crate::units::Size(self.size_bytes).to_string(),
+            "--counts".into(),
+            self.counts.to_string(),
+            "--thp".into(),
+            self.thp.name().into(),
+            "--observe-every".into(),
+            self.observe_every.to_string(),
+        ];
+        match &self.mem {
+            MemPlacement::Float => {}
+            MemPlacement::Bind(n) => a.extend(["--membind".into(), n.to_string()]),
+            MemPlacement::Preferred(n) => a.extend(["--preferred".into(), n.to_string()]),
+            MemPlacement::Interleave(s) => a.extend(["--interleave".into(), s.to_string()]),
+        }
+        if let CpuPlacement::Node(n) = self.cpu {
+            a.extend(["--cpunodebind".into(), n.to_string()]);
+        }
+        if let Some(p) = self.pnid {
+            a.extend(["--pnid".into(), p.to_string()]);
+            if let Some(x) = &self.pnid_prctl {
+                a.extend(["--pnid-prctl".into(), x.clone()]);
+            }
+        }
+        a
+    }
+
     /// The memory node the task "should" be near: the bound or preferred
     /// node; `None` for float and interleave.
     pub fn requested_mem_node(&self) -> Option<u32> {

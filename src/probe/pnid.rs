@@ -87,13 +87,15 @@ pub fn detect(proc_root: &Path) -> anyhow::Result<Interface> {
              If you know the patched kernel's option, give --pnid-prctl NUMBER[:poc|v2025]",
         ));
     };
-    // The 2023 POC was against 6.7-rc; the 2025 series uses 78, which
-    // upstream reused for PR_FUTEX_HASH: a kernel that also has the futex
-    // hash prctl carries the series under another number, so ask the user.
+    // The 2023 POC was against 6.7-rc and is what patches/linux-6.12
+    // carries to 6.12; the 2025 series was written for kernels after 6.14
+    // and uses 78, which upstream reused for PR_FUTEX_HASH: a kernel that
+    // also has the futex hash prctl carries the series under another
+    // number, so ask the user.
     let release =
         std::fs::read_to_string(proc_root.join("sys/kernel/osrelease")).unwrap_or_default();
     let (major, minor) = kernel_version(&release);
-    if (major, minor) < (6, 10) {
+    if (major, minor) < (6, 15) {
         return Ok(Interface {
             option: 101,
             layout: Layout::Poc,
@@ -177,6 +179,10 @@ mod tests {
     #[test]
     fn poc_kernel_uses_101() {
         let d = proc_tree("ffff T prctl_chg_pref_nid\n", "", "6.7.0-rc1_ch_pna7_7+\n");
+        let i = detect(d.path()).unwrap();
+        assert_eq!((i.option, i.layout), (101, Layout::Poc));
+        // The lab kernel: the POC ported to Debian's 6.12 (patches/linux-6.12).
+        let d = proc_tree("ffff t prctl_chg_pref_nid\n", "", "6.12.117-pnid\n");
         let i = detect(d.path()).unwrap();
         assert_eq!((i.option, i.layout), (101, Layout::Poc));
     }

@@ -37,14 +37,14 @@ fn traced(t: Option<&super::traced::TracedRow>) -> String {
 
 pub fn render(stats: &[RowStats]) -> String {
     let mut out = String::from(
-        "row,pnid,nb,mem,cpu,migration_cost_ns,n,avg_s,max_s,min_s,stdv_s,ci95_s,cv,cross_node_mean,kernel_migrations_mean,on_mem_node_pct_mean,noisy,skipped,traced_n,traced_same_core,traced_same_llc,traced_same_node,traced_cross_node,traced_to_mem_node,traced_from_mem_node,traced_away_pct,r_cross_time,p_cross_time,r_away_time,p_away_time\n",
+        "row,pnid,nb,mem,cpu,migration_cost_ns,n,avg_s,max_s,min_s,stdv_s,ci95_s,cv,cross_node_mean,kernel_migrations_mean,on_mem_node_pct_mean,noisy,knobs_changed,skipped,traced_n,traced_same_core,traced_same_llc,traced_same_node,traced_cross_node,traced_to_mem_node,traced_from_mem_node,traced_away_pct,r_cross_time,p_cross_time,r_away_time,p_away_time\n",
     );
     let f = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for s in stats {
         let t = s.time.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             s.row.id,
             s.row.pnid,
             s.row.nb,
@@ -65,6 +65,7 @@ pub fn render(stats: &[RowStats]) -> String {
             f(s.kernel_migrations_mean),
             f(s.on_mem_node_pct_mean),
             s.noisy,
+            s.knobs_changed,
             q(s.row.skip.as_deref().unwrap_or("")),
             traced(s.traced.as_ref())
         );

@@ -3,7 +3,12 @@
 use super::{header, RowStats};
 use crate::experiment::record::{RunMeta, SampleRecord};
 
-pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> String {
+pub fn render(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    stats: &[RowStats],
+    notes: &[String],
+) -> String {
     let head: serde_json::Map<String, serde_json::Value> = header(meta)
         .into_iter()
         .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
@@ -17,6 +22,7 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
         "samples_recorded": samples.len(),
         "samples_planned": meta.planned_samples,
         "complete": meta.end_unix_s.is_some(),
+        "warnings": notes,
         "rows": stats,
     });
     serde_json::to_string_pretty(&doc).expect("report serializes") + "\n"

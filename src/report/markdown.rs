@@ -4,7 +4,12 @@ use super::{header, RowStats};
 use crate::experiment::record::{RunMeta, SampleRecord};
 use std::fmt::Write;
 
-pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> String {
+pub fn render(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    stats: &[RowStats],
+    notes: &[String],
+) -> String {
     let mut out = String::from("# numalab run\n\n");
     for (k, v) in header(meta) {
         let _ = writeln!(out, "- **{k}**: {v}");
@@ -18,6 +23,9 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
         samples.len(),
         meta.planned_samples
     );
+    for n in notes {
+        let _ = writeln!(out, "> **warning**: {n}\n");
+    }
     out.push_str("| Row | PNID | NB | Mem | CPU | n | Avg (s) | max | min | stdv | ±95% CI | x-node/sample | migr/sample | on mem node | notes |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or_default();
@@ -25,8 +33,16 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
         let t = s.time.as_ref();
         let notes = match &s.row.skip {
             Some(why) => format!("skipped: {why}"),
-            None if s.noisy => "noisy".into(),
-            None => String::new(),
+            None => {
+                let mut v = Vec::new();
+                if s.noisy {
+                    v.push("noisy".to_string());
+                }
+                if s.knobs_changed > 0 {
+                    v.push(format!("knobs changed under {} samples", s.knobs_changed));
+                }
+                v.join(", ")
+            }
         };
         let _ = writeln!(
             out,

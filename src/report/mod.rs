@@ -7,10 +7,15 @@
 //! by the probe), the mean kernel-counted migrations, the mean share of time
 //! on the memory's node, and a `noisy` flag on rows whose coefficient of
 //! variation exceeds [`NOISY_CV`].
+//!
+//! Records that are in the file but not counted (duplicates, unplanned
+//! rows) come as notes: text, Markdown and JSON reports carry them as
+//! warnings (CSV holds the rows only), so nothing is left out silently.
 
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod observer;
 pub mod text;
 pub mod traced;
 
@@ -42,6 +47,9 @@ pub struct RowStats {
     pub on_mem_node_pct_mean: Option<f64>,
     pub noisy: bool,
     pub placement_mismatches: usize,
+    /// Samples whose knobs (numa_balancing, migration_cost_ns) changed
+    /// under them: something outside numalab changed the system mid-sample.
+    pub knobs_changed: usize,
     /// The kernel-traced breakdown (`run --trace`).
     pub traced: Option<traced::TracedRow>,
 }
@@ -83,6 +91,7 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                     .iter()
                     .filter(|s| !s.probe.placement.matches_request)
                     .count(),
+                knobs_changed: mine.iter().filter(|s| !s.knobs_changed.is_empty()).count(),
                 traced: traced::traced_row(&mine),
                 row: row.clone(),
             }
@@ -92,25 +101,41 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
 
 /// Renders a report in `format`.
 pub fn render(meta: &RunMeta, samples: &[SampleRecord], format: Format) -> String {
+    render_noted(meta, samples, &[], format)
+}
+
+/// Renders a report in `format` with warnings about the records (`notes`).
+pub fn render_noted(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    notes: &[String],
+    format: Format,
+) -> String {
     let stats = row_stats(meta, samples);
     match format {
-        Format::Text => text::render(meta, samples, &stats),
-        Format::Markdown => markdown::render(meta, samples, &stats),
+        Format::Text => text::render(meta, samples, &stats, notes),
+        Format::Markdown => markdown::render(meta, samples, &stats, notes),
         Format::Csv => csv::render(&stats),
-        Format::Json => json::render(meta, samples, &stats),
+        Format::Json => json::render(meta, samples, &stats, notes),
     }
 }
 
 /// Rewrites every export in `dir` (atomically), so an interrupted run still
 /// leaves valid reports.
-pub fn write_exports(dir: &Path, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()> {
+pub fn write_exports(
+    dir: &Path,
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    notes: &[String],
+) -> anyhow::Result<()> {
     for (name, f) in [
         ("report.txt", Format::Text),
         ("report.md", Format::Markdown),
         ("report.csv", Format::Csv),
         ("report.json", Format::Json),
     ] {
-        record::write_atomic(&dir.join(name), render(meta, samples, f).as_bytes())?;
+        let text = render_noted(meta, samples, notes, f);
+        record::write_atomic(&dir.join(name), text.as_bytes())?;
     }
     Ok(())
 }
@@ -120,7 +145,7 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
     let costs: Vec<String> = if meta.spec.migration_cost_ns.is_empty() {
         vec![meta
             .knobs_at_start
-            .get(crate::experiment::state::MIGRATION_COST)
+            .get(crate::sys::state::MIGRATION_COST)
             .cloned()
             .unwrap_or_else(|| "unknown (not changed)".into())]
     } else {

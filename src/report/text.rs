@@ -4,7 +4,12 @@ use super::{header, RowStats};
 use crate::experiment::record::{RunMeta, SampleRecord};
 use std::fmt::Write;
 
-pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> String {
+pub fn render(
+    meta: &RunMeta,
+    samples: &[SampleRecord],
+    stats: &[RowStats],
+    notes: &[String],
+) -> String {
     let mut out = String::new();
     for (k, v) in header(meta) {
         let _ = writeln!(out, "{k}: {v}");
@@ -23,6 +28,9 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
             " (incomplete)"
         }
     );
+    for n in notes {
+        let _ = writeln!(out, "warning: {n}");
+    }
     out.push_str("\nAvg max min stdv | Test Parameters\n");
     out.push_str(&"-".repeat(70));
     out.push('\n');
@@ -69,6 +77,9 @@ pub fn render(meta: &RunMeta, samples: &[SampleRecord], stats: &[RowStats]) -> S
         }
         if s.placement_mismatches > 0 {
             flags.push(format!("placement-mismatch x{}", s.placement_mismatches));
+        }
+        if s.knobs_changed > 0 {
+            flags.push(format!("knobs-changed x{}", s.knobs_changed));
         }
         let _ = writeln!(
             out,

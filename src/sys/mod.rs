@@ -5,6 +5,8 @@
 
 pub mod buffer;
 pub mod numa;
+pub mod signals;
+pub mod state;
 
 pub use buffer::Buffer;
 
@@ -49,12 +51,20 @@ pub fn nr_migrations() -> Option<u64> {
     sched_field(&text, "se.nr_migrations")
 }
 
+/// One `name : value` line of a /proc/PID/sched text (kernel/sched/debug.c
+/// prints them as `%-45s:%21Ld`), trimmed: the one parser of that format,
+/// used here and by `analysis::numastat`.
+pub fn sched_pair(line: &str) -> Option<(&str, &str)> {
+    let (k, v) = line.split_once(':')?;
+    Some((k.trim(), v.trim()))
+}
+
 /// A numeric `name : value` field of a /proc/PID/sched text.
 pub fn sched_field(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == name).then(|| v.trim().parse().ok())?
-    })
+    text.lines()
+        .filter_map(sched_pair)
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
 }
 
 /// The calling process id.
@@ -179,6 +189,22 @@ pub fn spawn_dying_with_parent(cmd: &mut std::process::Command) -> io::Result<st
         })
     };
     cmd.spawn()
+}
+
+/// An anonymous in-memory file (memfd_create): a child's output goes there
+/// and vanishes with this process, whatever kills it, so nothing is ever
+/// left in /tmp.
+pub fn memfd(name: &str) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let c =
+        std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the call's duration.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just created and is owned only here.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 /// A raw prctl(2) with five word arguments; returns the result or errno.

@@ -148,7 +148,7 @@ impl SysRoot {
     }
 
     /// Writes every recorded file under `dir`, keeping relative paths;
-    /// existence probes become empty files.
+    /// existence probes become empty files. An error names the file.
     pub fn capture(&self, dir: &Path) -> io::Result<usize> {
         let Some(rec) = &self.recorded else {
             return Ok(0);
@@ -157,12 +157,18 @@ impl SysRoot {
         for (rel, content) in rec.iter() {
             let dest = dir.join(rel);
             if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent)?;
+                fs::create_dir_all(parent).map_err(|e| named(e, "creating", parent))?;
             }
-            fs::write(&dest, content.as_deref().unwrap_or(""))?;
+            fs::write(&dest, content.as_deref().unwrap_or(""))
+                .map_err(|e| named(e, "writing", &dest))?;
         }
         Ok(rec.len())
     }
+}
+
+/// An I/O error that names what it was doing and the path.
+fn named(e: io::Error, doing: &str, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display()))
 }
 
 const CPU_DIR: &str = "sys/devices/system/cpu";

@@ -5,7 +5,7 @@
 use super::analyze::Window;
 use super::event::{Event, Kind};
 use super::tracefs::{Instance, Tracefs};
-use crate::experiment::state::Guard;
+use crate::sys::state::Guard;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 

@@ -30,7 +30,20 @@ pub struct Tracefs {
     pub mounted_here: bool,
 }
 
-pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+pub const DEFAULT_MOUNT: &str = crate::sys::state::TRACEFS;
+
+/// tracefs at `root` can be read by this process.
+fn check_readable(root: &Path) -> anyhow::Result<()> {
+    let probe = root.join("events/sched/sched_switch/format");
+    read_text(&probe).map(drop).map_err(|e| {
+        usage(format!(
+            "cannot read {}: {e}: tracing needs root (or CAP_SYS_ADMIN, or a tracefs \
+             mounted readable for this user, e.g. `mount -o remount,mode=755 {}`)",
+            probe.display(),
+            root.display()
+        ))
+    })
+}
 
 /// Reads a tracefs file with one large buffer. Some tracefs files
 /// (`events/header_page` among them) are generated on every read() and
@@ -111,15 +124,17 @@ fn unescape(s: &str) -> String {
 }
 
 impl Tracefs {
-    /// Finds tracefs, mounting it at [`DEFAULT_MOUNT`] when it is not
-    /// mounted (root only); the mount is journaled in `guard` first.
-    pub fn locate(guard: &mut crate::experiment::state::Guard) -> anyhow::Result<Tracefs> {
+    /// Checks, without writing anything, that tracing can work here: tracefs
+    /// is mounted and readable by this process, or it is not mounted and
+    /// this process may mount it (root). Anything else is an environment
+    /// error (exit 2) that says why, found before any state is touched.
+    pub fn preflight() -> anyhow::Result<Option<PathBuf>> {
         let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        let tfs = match find_in_mounts(&mounts) {
-            Some(root) => Tracefs {
-                root,
-                mounted_here: false,
-            },
+        match find_in_mounts(&mounts) {
+            Some(root) => {
+                check_readable(&root)?;
+                Ok(Some(root))
+            }
             None => {
                 if !Path::new(DEFAULT_MOUNT).is_dir() {
                     return Err(usage(format!(
@@ -127,28 +142,43 @@ impl Tracefs {
                          this kernel has no tracing support (CONFIG_FTRACE)"
                     )));
                 }
-                guard.mounted_tracefs(DEFAULT_MOUNT)?;
-                crate::sys::mount_fs("tracefs", DEFAULT_MOUNT).map_err(|e| {
+                // SAFETY: geteuid takes no arguments and cannot fail.
+                if unsafe { libc::geteuid() } != 0 {
+                    return Err(usage(format!(
+                        "tracefs is not mounted, and mounting it at {DEFAULT_MOUNT} needs root: \
+                         tracing needs root (or CAP_SYS_ADMIN), or a tracefs mounted readable \
+                         for this user (mount -t tracefs -o mode=755 tracefs {DEFAULT_MOUNT})"
+                    )));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Finds tracefs (see [`Tracefs::preflight`]), mounting it at
+    /// [`DEFAULT_MOUNT`] when it is not mounted; the mount is journaled in
+    /// `guard` first.
+    pub fn locate(guard: &mut crate::sys::state::Guard) -> anyhow::Result<Tracefs> {
+        let tfs = match Tracefs::preflight()? {
+            Some(root) => Tracefs {
+                root,
+                mounted_here: false,
+            },
+            None => {
+                guard.mount("tracefs").map_err(|e| {
                     usage(format!(
-                        "tracefs is not mounted and mounting it at {DEFAULT_MOUNT} failed: {e} \
+                        "tracefs is not mounted and {e:#} \
                          (needs root; or mount it: mount -t tracefs tracefs {DEFAULT_MOUNT})"
                     ))
                 })?;
+                let root = PathBuf::from(DEFAULT_MOUNT);
+                check_readable(&root)?;
                 Tracefs {
-                    root: PathBuf::from(DEFAULT_MOUNT),
+                    root,
                     mounted_here: true,
                 }
             }
         };
-        let probe = tfs.root.join("events/sched/sched_switch/format");
-        if let Err(e) = read_text(&probe) {
-            return Err(usage(format!(
-                "cannot read {}: {e}: tracing needs root (or CAP_SYS_ADMIN, or a tracefs \
-                 mounted readable for this user, e.g. `mount -o remount,mode=755 {}`)",
-                probe.display(),
-                tfs.root.display()
-            )));
-        }
         Ok(tfs)
     }
 
@@ -353,24 +383,8 @@ impl Instance {
             let _ = self.write(&format!("events/sched/{}/enable", f.name), "0");
         }
         self.readers.clear();
-        remove_instance_dir(&self.dir)
+        crate::sys::state::remove_instance_dir(&self.dir)
     }
-}
-
-/// Removes an instance directory; gone already is fine. The kernel refuses
-/// (EBUSY) while a file in it is open, so this retries briefly.
-pub fn remove_instance_dir(dir: &Path) -> anyhow::Result<()> {
-    for _ in 0..50 {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
-        }
-    }
-    anyhow::bail!("removing {}: still busy after 1 s", dir.display())
 }
 
 impl Drop for Instance {

@@ -87,6 +87,88 @@ pub struct GuestRun {
 /// Runs `script` (busybox sh) as root in a guest of `topology`; `None` when
 /// the lab cannot run here (after printing SKIPPED), panics when it must.
 pub fn run(topology: &str, script: &str, timeout_s: u32) -> Option<GuestRun> {
+    run_on(None, topology, script, timeout_s)
+}
+
+/// What building the lab kernel needs and this machine lacks, if anything.
+fn missing_kernel_tools() -> Option<String> {
+    let source = std::env::var_os("NUMALAB_KERNEL_SOURCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/src/linux-source-6.12.tar.xz"));
+    if !source.exists() {
+        return Some(format!(
+            "no kernel source {} (package linux-source-6.12)",
+            source.display()
+        ));
+    }
+    for (cmd, pkg) in [
+        ("gcc", "gcc"),
+        ("make", "make"),
+        ("flex", "flex"),
+        ("bison", "bison"),
+        ("bc", "bc"),
+        ("patch", "patch"),
+    ] {
+        let ok = Command::new("sh")
+            .args(["-c", &format!("command -v {cmd}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            return Some(format!("{cmd} is not installed (package {pkg})"));
+        }
+    }
+    if !Path::new("/usr/include/libelf.h").exists() {
+        return Some("libelf.h missing (package libelf-dev)".into());
+    }
+    None
+}
+
+static PNID_KERNEL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// The patched lab kernel (lab/kernel/build: cached, or built now, which
+/// takes minutes; its progress shows on stderr). `None` after printing
+/// SKIPPED when the lab or the kernel build cannot run here; panics when
+/// they must (NUMALAB_REQUIRE_TOOLS) or when the build fails.
+pub fn pnid_kernel() -> Option<PathBuf> {
+    if let Some(why) = missing_tools().or_else(missing_kernel_tools) {
+        assert!(
+            !required(),
+            "lab kernel required (NUMALAB_REQUIRE_TOOLS) but {why}"
+        );
+        eprintln!("SKIPPED lab test on the PNID kernel: {why}");
+        return None;
+    }
+    let built = PNID_KERNEL.get_or_init(|| {
+        // Guests and the build both want both cores: not at the same time.
+        let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
+        let start = std::time::Instant::now();
+        let out = Command::new("bash")
+            .arg(repo().join("lab/kernel/build"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("running lab/kernel/build: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("lab/kernel/build failed ({})", out.status));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let path = stdout.lines().last().unwrap_or("").trim().to_string();
+        eprintln!(
+            "lab kernel: {path} ({:.0} s, cached or built)",
+            start.elapsed().as_secs_f64()
+        );
+        Ok(PathBuf::from(path))
+    });
+    Some(built.clone().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// [`run`] on a chosen kernel image (`None`: the host's Debian kernel).
+pub fn run_on(
+    kernel: Option<&Path>,
+    topology: &str,
+    script: &str,
+    timeout_s: u32,
+) -> Option<GuestRun> {
     if let Some(why) = missing_tools() {
         assert!(
             !required(),
@@ -104,6 +186,7 @@ pub fn run(topology: &str, script: &str, timeout_s: u32) -> Option<GuestRun> {
         .arg(repo().join("lab/guest"))
         .arg("--bin")
         .arg(&bin)
+        .args(kernel.iter().flat_map(|k| [Path::new("--kernel"), k]))
         .args(["--timeout", &timeout_s.to_string(), topology])
         .arg(&script_path)
         .output()

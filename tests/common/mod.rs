@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod mock;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -12,6 +13,29 @@ use std::collections::BTreeMap;
 /// NUMALAB_REQUIRE_TOOLS).
 pub fn required() -> bool {
     std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
+}
+
+/// Runs numalab with `args` and the state directory `state`; returns its
+/// exit code and stderr.
+pub fn numalab(args: &[&str], state: &std::path::Path) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NUMALAB_STATE_DIR", state)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A test that cannot run here: prints SKIPPED with the reason, or fails
+/// when tools are required (CI).
+pub fn skip_or_fail(why: &str) {
+    if required() {
+        panic!("cannot run (NUMALAB_REQUIRE_TOOLS is set): {why}");
+    }
+    eprintln!("SKIPPED: {why}");
 }
 
 /// How far a `free` line may sit outside numactl's before/after bracket.

@@ -1,0 +1,143 @@
+//! Output paths checked before the work, not after it: a command that will
+//! write a file or a directory checks first that it can (the parent is a
+//! writable directory, the path is not a directory or a device, the
+//! directory can be created), so an hour of tracing or probing is never
+//! lost to a typo. The checks only look (stat and access(2)); they leave
+//! nothing behind. Failures are usage errors (exit 2) naming the path.
+//!
+//! Writes can still fail later (the disk fills up): every writer names its
+//! path in that error too.
+
+use crate::error::usage;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Whether this process may write (and search) `dir`, by access(2) with the
+/// effective ids: false on a read-only file system even for root.
+fn writable(dir: &Path) -> bool {
+    let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path; faccessat only reads it.
+    unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        ) == 0
+    }
+}
+
+/// Not there, or not there because a component is a file.
+fn missing(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+/// The directory a relative file name lands in.
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `what PATH` can be written as a file (replaced atomically: a temp file
+/// next to it, then a rename): its directory exists and is writable, and
+/// the path is not a directory, device or other special file.
+pub fn check_output_file(path: &Path, what: &str) -> anyhow::Result<()> {
+    let bad = |why: String| usage(format!("{what} {}: {why}", path.display()));
+    if path.as_os_str().is_empty() {
+        return Err(usage(format!("{what}: empty path")));
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(bad("is a directory; name a file".into())),
+        Ok(m) if !m.is_file() => {
+            return Err(bad(
+                "is not a regular file (numalab replaces its output atomically, so it \
+                 writes regular files only)"
+                    .into(),
+            ))
+        }
+        Ok(_) => {}
+        // Not there (or under a file): the parent check below says which.
+        Err(e) if missing(&e) => {}
+        Err(e) => return Err(bad(e.to_string())),
+    }
+    let dir = parent_of(path);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(bad(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(bad(format!("directory {}: {e}", dir.display()))),
+    }
+    if !writable(&dir) {
+        return Err(bad(format!("directory {} is not writable", dir.display())));
+    }
+    Ok(())
+}
+
+/// `what DIR` can hold new files: it is a writable directory, or it can be
+/// created (its nearest existing ancestor is a writable directory).
+pub fn check_output_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
+    let bad = |why: String| usage(format!("{what} {}: {why}", dir.display()));
+    if dir.as_os_str().is_empty() {
+        return Err(usage(format!("{what}: empty path")));
+    }
+    let mut probe = dir.to_path_buf();
+    loop {
+        match std::fs::metadata(&probe) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if probe == dir => return Err(bad("exists and is not a directory".into())),
+            Ok(_) => {
+                return Err(bad(format!(
+                    "cannot be created: {} is not a directory",
+                    probe.display()
+                )))
+            }
+            Err(e) if missing(&e) => {
+                probe = parent_of(&probe);
+            }
+            Err(e) => return Err(bad(format!("{}: {e}", probe.display()))),
+        }
+    }
+    if !writable(&probe) {
+        return Err(bad(if probe == dir {
+            "is not writable".to_string()
+        } else {
+            format!("cannot be created: {} is not writable", probe.display())
+        }));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_checks_name_the_path_and_leave_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let msg = |r: anyhow::Result<()>| {
+            let e = r.unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            e.to_string()
+        };
+        assert!(msg(check_output_file(tmp.path(), "-o")).contains("is a directory"));
+        assert!(msg(check_output_file(&file.join("x"), "-o")).contains("is not a directory"));
+        assert!(msg(check_output_file(&tmp.path().join("no/x"), "-o")).contains("no/x"));
+        assert!(msg(check_output_file(Path::new("/dev/full"), "-o")).contains("regular"));
+        assert!(msg(check_output_dir(&file, "--out")).contains("not a directory"));
+        assert!(msg(check_output_dir(&file.join("a/b"), "--out")).contains("cannot be created"));
+        check_output_file(&file, "-o").unwrap();
+        check_output_file(&tmp.path().join("new.json"), "-o").unwrap();
+        check_output_dir(&tmp.path().join("a/b/c"), "--out").unwrap();
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the file made by the test");
+    }
+}

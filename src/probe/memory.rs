@@ -1,0 +1,187 @@
+//! What memory the machine can give a probe, checked before any work, so a
+//! `--size 1T` or `jobs 1024` is an error (exit 2) instead of a trip to the
+//! OOM killer.
+//!
+//! The limit is the lower of MemAvailable (`proc/meminfo`) and the memory
+//! limit of this process's cgroup and each of its ancestors (cgroup v2
+//! `memory.max`, or v1 `memory.limit_in_bytes`, found through
+//! `proc/self/cgroup`); for memory bound to a node (`--membind`), also the
+//! node's MemFree (`sys/devices/system/node/nodeN/meminfo`). Everything is
+//! read through [`SysRoot`], so `--sysfs-root` fixtures stand in for the
+//! machine. A limit that cannot be read is not checked.
+//!
+//! Margin: a request must leave [`margin`] of the limit free, 1/16 of it
+//! and at least 32 MiB, for the kernel, page tables, the background load,
+//! numalab itself and everything else running.
+
+use crate::error::usage;
+use crate::topology::sysfs::{SysRoot, SysfsError};
+use crate::topology::Topology;
+use crate::units::fmt_size;
+
+/// An amount of memory and where the number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    pub bytes: u64,
+    pub source: String,
+}
+
+/// What one probe process needs besides its buffer (a `numalab probe`
+/// peaks near 4.5 MiB resident with a 4 KiB buffer), rounded up: counted
+/// per job by `numalab jobs`.
+pub const PER_PROCESS: u64 = 8 << 20;
+
+/// What a request must leave free of `limit`: 1/16, at least 32 MiB.
+pub fn margin(limit: u64) -> u64 {
+    (limit / 16).max(32 << 20)
+}
+
+fn meminfo_field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// The cgroup limits over this process's cgroup and its ancestors, lowest
+/// first kept.
+fn cgroup_limit(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
+    let Some(text) = sys.read_opt("proc/self/cgroup")? else {
+        return Ok(None);
+    };
+    let mut best: Option<Limit> = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let (base, file) = if id == "0" && ctrl.is_empty() {
+            ("sys/fs/cgroup".to_string(), "memory.max")
+        } else if ctrl.split(',').any(|c| c == "memory") {
+            ("sys/fs/cgroup/memory".to_string(), "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let mut dir = path.trim().trim_end_matches('/').to_string();
+        loop {
+            let rel = format!("{base}{dir}/{file}");
+            if let Some(v) = sys.read_opt(&rel)? {
+                // "max" (v2) or a huge number (v1) is no limit.
+                if let Ok(bytes) = v.trim().parse::<u64>() {
+                    if bytes < 1 << 60 && best.as_ref().is_none_or(|b| bytes < b.bytes) {
+                        best = Some(Limit {
+                            bytes,
+                            source: format!("{}", sys.path(&rel).display()),
+                        });
+                    }
+                }
+            }
+            match dir.rfind('/') {
+                Some(i) => dir.truncate(i),
+                None => break,
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// What the machine can give: the lower of MemAvailable and the cgroup
+/// limit; `None` when neither can be read.
+pub fn available(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
+    let avail = sys
+        .read_opt("proc/meminfo")?
+        .and_then(|t| meminfo_field(&t, "MemAvailable:"))
+        .map(|bytes| Limit {
+            bytes,
+            source: format!("MemAvailable in {}", sys.path("proc/meminfo").display()),
+        });
+    let cg = cgroup_limit(sys)?;
+    Ok(match (avail, cg) {
+        (Some(a), Some(c)) => Some(if c.bytes < a.bytes { c } else { a }),
+        (a, c) => a.or(c),
+    })
+}
+
+fn refuse(what: &str, bytes: u64, limit: &Limit) -> anyhow::Error {
+    usage(format!(
+        "{what}: {} asked, but only {} is available ({}), and {} of that stays free as a \
+         margin (1/16, at least 32 MiB): use a smaller --size (or fewer jobs)",
+        fmt_size(bytes),
+        fmt_size(limit.bytes),
+        limit.source,
+        fmt_size(margin(limit.bytes))
+    ))
+}
+
+/// Checks that `bytes` fit what the machine can give (with the margin), and
+/// what `node` has free when the memory is bound to it. `what` names the
+/// request in the error, e.g. `probe --size`.
+pub fn check(
+    sys: &SysRoot,
+    topo: &Topology,
+    what: &str,
+    bytes: u64,
+    node: Option<u32>,
+) -> anyhow::Result<()> {
+    if let Some(limit) = available(sys)? {
+        if bytes.saturating_add(margin(limit.bytes)) > limit.bytes {
+            return Err(refuse(what, bytes, &limit));
+        }
+    }
+    match node {
+        Some(n) => check_node(sys, topo, what, bytes, n),
+        None => Ok(()),
+    }
+}
+
+/// Checks that `bytes` fit node `n`'s free memory (with the margin).
+pub fn check_node(
+    sys: &SysRoot,
+    topo: &Topology,
+    what: &str,
+    bytes: u64,
+    n: u32,
+) -> anyhow::Result<()> {
+    let Some(free) = topo.node(n).and_then(|nd| nd.mem_free_bytes) else {
+        return Ok(());
+    };
+    if bytes.saturating_add(margin(free)) > free {
+        let rel = format!("sys/devices/system/node/node{n}/meminfo");
+        let limit = Limit {
+            bytes: free,
+            source: format!("MemFree of node {n} in {}", sys.path(&rel).display()),
+        };
+        return Err(refuse(what, bytes, &limit));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lowest_limit_wins_and_names_its_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |rel: &str, s: &str| {
+            let p = tmp.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        let sys = SysRoot::new(tmp.path());
+        assert_eq!(available(&sys).unwrap(), None);
+        w(
+            "proc/meminfo",
+            "MemTotal: 8000000 kB\nMemAvailable: 4194304 kB\n",
+        );
+        assert_eq!(available(&sys).unwrap().unwrap().bytes, 4 << 30);
+        w("proc/self/cgroup", "0::/a/b\n");
+        w("sys/fs/cgroup/a/b/memory.max", "max\n");
+        w("sys/fs/cgroup/a/memory.max", "1073741824\n");
+        let l = available(&sys).unwrap().unwrap();
+        assert_eq!(l.bytes, 1 << 30);
+        assert!(l.source.ends_with("sys/fs/cgroup/a/memory.max"), "{l:?}");
+        assert_eq!(margin(1 << 30), 64 << 20);
+        assert_eq!(margin(100 << 20), 32 << 20);
+    }
+}

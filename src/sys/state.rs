@@ -1,0 +1,658 @@
+//! System state numalab changes, and putting it back.
+//!
+//! What numalab may change: sysctls of the scheduler (`kernel.numa_balancing*`,
+//! `kernel.sched_*`), the scheduler's debugfs files (`/sys/kernel/debug/sched/`),
+//! its own tracing instances (`instances/numalab-PID`), and debugfs/tracefs
+//! mounts it had to make. Nothing else: [`allowed_knob`] is the allowlist, and
+//! a journal naming anything else is refused before anything is written.
+//!
+//! The protocol, for every command that changes state (run, trace, jobs):
+//! 1. [`StateLock::acquire`]: an exclusive flock on the state directory, taken
+//!    before the initial values are read, so two commands never interleave
+//!    their changes (a second one exits 2 naming the holder). The kernel drops
+//!    the lock when the process dies, however it dies.
+//! 2. [`Guard`]: before the first change, a journal with every original value
+//!    is written through [`write_atomic`] (temp file, fsync, rename, fsync of
+//!    the directory: the journal exists to survive power loss).
+//! 3. The guard restores on drop (normal end, error, panic); signals only set
+//!    a flag ([`super::signals`]) so the command reaches that drop; after
+//!    SIGKILL or power loss, `numalab restore` replays the journal.
+
+use crate::error::usage;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Component, Path, PathBuf};
+
+pub const NUMA_BALANCING: &str = "/proc/sys/kernel/numa_balancing";
+pub const DEBUGFS: &str = "/sys/kernel/debug";
+pub const DEBUGFS_SCHED: &str = "/sys/kernel/debug/sched";
+pub const MIGRATION_COST: &str = "/sys/kernel/debug/sched/migration_cost_ns";
+/// Where tracefs lives (and where numalab mounts it when it is not mounted).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+/// tracefs as seen through debugfs on older setups.
+pub const TRACEFS_IN_DEBUGFS: &str = "/sys/kernel/debug/tracing";
+
+/// The state directory: `$NUMALAB_STATE_DIR`, else /var/lib/numalab for
+/// root. Other users cannot change system state, so theirs only serves to
+/// keep one numalab at a time: `$XDG_STATE_HOME/numalab`, else
+/// `~/.local/state/numalab`.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NUMALAB_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/lib/numalab");
+    }
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("numalab")
+}
+
+/// The journal in a state directory.
+pub fn journal_path(dir: &Path) -> PathBuf {
+    dir.join("restore.json")
+}
+
+/// Every journal in `dir`: the current one, then per-process tracer
+/// journals (`trace-PID.json`) that earlier numalab versions wrote.
+pub fn all_journals(dir: &Path) -> Vec<PathBuf> {
+    let mut v = vec![journal_path(dir)];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut t: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("trace-") && n.ends_with(".json"))
+            })
+            .collect();
+        t.sort();
+        v.extend(t);
+    }
+    v
+}
+
+/// Writes `data` to `path` atomically and durably: a temp file in the same
+/// directory, fsync, rename over `path`, fsync of the directory. Readers and
+/// crashes see the old content or the new, never half of it. Every error
+/// names the path; the temp file never outlives a failure.
+pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("{}: not a file path", path.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| -> anyhow::Result<()> {
+        let via = || format!("writing {} (via {})", path.display(), tmp.display());
+        let mut f = std::fs::File::create(&tmp).with_context(via)?;
+        f.write_all(data)
+            .and_then(|()| f.sync_all())
+            .with_context(via)?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(dir)
+}
+
+/// fsyncs a directory, so a rename or create in it survives power loss.
+pub fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing directory {}", dir.display()))
+}
+
+/// Whether numalab may write the knob at system path `path`: the scheduler's
+/// sysctls and debugfs files, nothing else. Paths are absolute, with no `..`
+/// or `.` components, so nothing can climb out of the allowed trees.
+pub fn allowed_knob(path: &str) -> bool {
+    if !is_plain_absolute(path) {
+        return false;
+    }
+    if let Some(name) = path.strip_prefix("/proc/sys/kernel/") {
+        return !name.contains('/')
+            && (name.starts_with("numa_balancing") || name.starts_with("sched_"));
+    }
+    path.strip_prefix(DEBUGFS_SCHED)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|rest| !rest.is_empty())
+}
+
+/// Whether `path` names a tracing instance numalab creates
+/// (`<tracefs>/instances/numalab-<pid>`).
+pub fn allowed_instance(path: &str) -> bool {
+    is_plain_absolute(path)
+        && [TRACEFS, TRACEFS_IN_DEBUGFS].iter().any(|root| {
+            path.strip_prefix(root)
+                .and_then(|r| r.strip_prefix("/instances/numalab-"))
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+fn is_plain_absolute(path: &str) -> bool {
+    let p = Path::new(path);
+    p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+}
+
+/// The journal: what to put back if the process that changed it dies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Journal {
+    pub pid: i32,
+    /// The run's records ("" for commands without a run directory).
+    pub run_dir: String,
+    /// Knob system path -> original content.
+    pub originals: BTreeMap<String, String>,
+    /// True when numalab mounted debugfs itself (unmounted on restore).
+    pub mounted_debugfs: bool,
+    /// Tracing instances numalab created (removed on restore).
+    #[serde(default)]
+    pub tracefs_instances: Vec<String>,
+    /// Where numalab mounted tracefs itself (unmounted on restore).
+    #[serde(default)]
+    pub mounted_tracefs: Option<String>,
+    /// Where the system paths are: "/" for a real journal. Tests journal
+    /// knobs of a scratch tree; `numalab restore` refuses any other root.
+    #[serde(default = "slash")]
+    pub root: String,
+}
+
+fn slash() -> String {
+    "/".into()
+}
+
+impl Journal {
+    fn empty(root: &Path, run_dir: &Path) -> Journal {
+        Journal {
+            pid: crate::sys::pid(),
+            run_dir: run_dir.display().to_string(),
+            originals: BTreeMap::new(),
+            mounted_debugfs: false,
+            tracefs_instances: Vec::new(),
+            mounted_tracefs: None,
+            root: root.display().to_string(),
+        }
+    }
+
+    /// Reads a journal; `None` when there is none. A journal that does not
+    /// parse, or names anything outside the allowlist, is an error (exit 2)
+    /// that names the file and what is wrong.
+    pub fn read(path: &Path) -> anyhow::Result<Option<Journal>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let j: Journal = serde_json::from_str(&text).map_err(|e| {
+            usage(format!(
+                "journal {} is corrupt ({e}); inspect and delete it",
+                path.display()
+            ))
+        })?;
+        j.check()
+            .map_err(|why| usage(format!("journal {}: {why}; refused", path.display())))?;
+        Ok(Some(j))
+    }
+
+    /// Every path the journal names is one numalab may touch.
+    pub fn check(&self) -> Result<(), String> {
+        if !Path::new(&self.root).is_absolute() {
+            return Err(format!("root {:?} is not an absolute path", self.root));
+        }
+        if let Some(k) = self.originals.keys().find(|k| !allowed_knob(k)) {
+            return Err(format!("{k:?} is not a knob numalab changes"));
+        }
+        if let Some(i) = self.tracefs_instances.iter().find(|i| !allowed_instance(i)) {
+            return Err(format!("{i:?} is not a tracing instance numalab creates"));
+        }
+        if let Some(m) = self
+            .mounted_tracefs
+            .as_ref()
+            .filter(|m| *m != TRACEFS && *m != TRACEFS_IN_DEBUGFS)
+        {
+            return Err(format!("{m:?} is not where numalab mounts tracefs"));
+        }
+        Ok(())
+    }
+
+    /// The real location of system path `path` under this journal's root.
+    pub fn at(&self, path: &str) -> PathBuf {
+        Path::new(&self.root).join(path.trim_start_matches('/'))
+    }
+
+    fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes())
+    }
+
+    /// Writes every original back; returns what was restored. Checks the
+    /// allowlist again, so a journal built in memory cannot escape it.
+    pub fn restore(&self) -> anyhow::Result<Vec<String>> {
+        self.check()
+            .map_err(|why| usage(format!("journal: {why}")))?;
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        for (path, value) in &self.originals {
+            match std::fs::write(self.at(path), value.trim()) {
+                Ok(()) => done.push(format!("{path} = {}", value.trim())),
+                Err(e) => failed.push(format!("{path}: {e}")),
+            }
+        }
+        for dir in &self.tracefs_instances {
+            match remove_instance_dir(&self.at(dir)) {
+                Ok(()) => done.push(format!("removed tracing instance {dir}")),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        if let Some(m) = &self.mounted_tracefs {
+            crate::sys::unmount(&self.at(m).display().to_string()).ok();
+            done.push(format!("unmounted {m}"));
+        }
+        if self.mounted_debugfs {
+            crate::sys::unmount(&self.at(DEBUGFS).display().to_string()).ok();
+            done.push(format!("unmounted {DEBUGFS}"));
+        }
+        if failed.is_empty() {
+            Ok(done)
+        } else {
+            anyhow::bail!("could not restore: {}", failed.join("; "))
+        }
+    }
+}
+
+/// Removes a tracing instance directory; tracefs answers EBUSY while a
+/// reader still has one of its files open, so it retries for a second.
+pub fn remove_instance_dir(dir: &Path) -> anyhow::Result<()> {
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+        }
+    }
+    anyhow::bail!("removing {}: still busy after 1 s", dir.display())
+}
+
+/// The exclusive lock of a state directory: one state-changing numalab at
+/// a time. Released by the kernel when the process ends, however it ends.
+#[derive(Debug)]
+pub struct StateLock {
+    dir: PathBuf,
+    _file: std::fs::File,
+}
+
+impl StateLock {
+    /// Takes the lock of `dir` (created if missing) for `what` (e.g.
+    /// "numalab run"). Another holder, or a directory this process cannot
+    /// write, is an environment error (exit 2) that says who or why.
+    pub fn acquire(dir: &Path, what: &str) -> anyhow::Result<StateLock> {
+        let no = |e: std::io::Error| {
+            usage(format!(
+                "cannot use the state directory {}: {e} (changing system state needs root; \
+                 NUMALAB_STATE_DIR names another directory)",
+                dir.display()
+            ))
+        };
+        std::fs::create_dir_all(dir).map_err(no)?;
+        let path = dir.join("lock");
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(no)?;
+        // SAFETY: flock takes a descriptor this File owns and an integer.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(no(e));
+            }
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(usage(format!(
+                "another numalab is changing system state ({}; lock {}): one at a time; \
+                 wait for it to end or stop it",
+                if holder.is_empty() {
+                    "holder unknown".to_string()
+                } else {
+                    holder.to_string()
+                },
+                path.display()
+            )));
+        }
+        // Who holds it, for the message a second command prints.
+        let who = format!("pid {}: {what}\n", std::process::id());
+        f.set_len(0)
+            .and_then(|()| f.rewind())
+            .and_then(|()| f.write_all(who.as_bytes()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(StateLock {
+            dir: dir.to_path_buf(),
+            _file: f,
+        })
+    }
+
+    /// The locked state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Refuses to go on while a journal of a killed command is waiting for
+    /// `numalab restore` (its changes would be taken for the originals).
+    pub fn refuse_if_unfinished(&self) -> anyhow::Result<()> {
+        for path in all_journals(&self.dir) {
+            if let Some(j) = Journal::read(&path)? {
+                return Err(usage(format!(
+                    "a numalab that did not finish (pid {}{}) left system state to restore \
+                     (journal {}): run `numalab restore` first",
+                    j.pid,
+                    if j.run_dir.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", results in {}", j.run_dir)
+                    },
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Changes knobs and tracing state, journaled first, restored when dropped.
+/// Holding the [`StateLock`] is what makes a guard possible.
+pub struct Guard {
+    lock: StateLock,
+    path: PathBuf,
+    journal: Journal,
+    active: bool,
+}
+
+impl Guard {
+    /// A guard for the real system.
+    pub fn new(lock: StateLock, run_dir: &Path) -> Guard {
+        Guard::with_root(lock, run_dir, Path::new("/"))
+    }
+
+    /// A guard whose system paths live under `root` (tests: a scratch tree).
+    pub fn with_root(lock: StateLock, run_dir: &Path, root: &Path) -> Guard {
+        Guard {
+            path: journal_path(lock.dir()),
+            lock,
+            journal: Journal::empty(root, run_dir),
+            active: false,
+        }
+    }
+
+    /// The journal's path.
+    pub fn journal_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The state directory this guard holds the lock of.
+    pub fn state_dir(&self) -> &Path {
+        self.lock.dir()
+    }
+
+    fn journal_change(&mut self, change: impl FnOnce(&mut Journal)) -> anyhow::Result<()> {
+        change(&mut self.journal);
+        self.journal.check().map_err(usage)?;
+        self.journal.write(&self.path)?;
+        self.active = true;
+        Ok(())
+    }
+
+    /// Mounts debugfs (`"debugfs"` at [`DEBUGFS`]) or tracefs (`"tracefs"`
+    /// at [`TRACEFS`]), journaled first so restore unmounts it; a mount that
+    /// fails is taken out of the journal again.
+    pub fn mount(&mut self, fstype: &str) -> anyhow::Result<()> {
+        let at = match fstype {
+            "debugfs" => DEBUGFS,
+            "tracefs" => TRACEFS,
+            other => return Err(usage(format!("numalab does not mount {other}"))),
+        };
+        let set = |j: &mut Journal, on: bool| match fstype {
+            "debugfs" => j.mounted_debugfs = on,
+            _ => j.mounted_tracefs = on.then(|| at.to_string()),
+        };
+        self.journal_change(|j| set(j, true))?;
+        let target = self.journal.at(at).display().to_string();
+        if let Err(e) = crate::sys::mount_fs(fstype, &target) {
+            self.journal_change(|j| set(j, false))?;
+            return Err(e).with_context(|| format!("mounting {fstype} at {target}"));
+        }
+        Ok(())
+    }
+
+    /// Journals a tracing instance about to be created.
+    pub fn tracefs_instance(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let d = dir.display().to_string();
+        self.journal_change(|j| j.tracefs_instances.push(d))
+    }
+
+    /// Drops a removed tracing instance from the journal.
+    pub fn tracefs_instance_removed(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let d = dir.display().to_string();
+        if self.journal.tracefs_instances.contains(&d) {
+            self.journal_change(|j| j.tracefs_instances.retain(|x| *x != d))?;
+        }
+        Ok(())
+    }
+
+    /// The current value of knob `path` (a system path).
+    pub fn read(&self, path: &str) -> anyhow::Result<String> {
+        let at = self.journal.at(path);
+        std::fs::read_to_string(&at).with_context(|| format!("reading {}", at.display()))
+    }
+
+    /// Sets knob `path` (a system path on the allowlist) to `value`,
+    /// journaling its original first.
+    pub fn set(&mut self, path: &str, value: &str) -> anyhow::Result<()> {
+        if !allowed_knob(path) {
+            return Err(usage(format!("{path} is not a knob numalab changes")));
+        }
+        let current = self.read(path)?;
+        if current.trim() == value {
+            return Ok(());
+        }
+        if !self.journal.originals.contains_key(path) {
+            let (p, c) = (path.to_string(), current);
+            self.journal_change(|j| {
+                j.originals.insert(p, c);
+            })?;
+        }
+        let at = self.journal.at(path);
+        std::fs::write(&at, value).with_context(|| format!("writing {value} to {}", at.display()))
+    }
+
+    /// Puts every journaled knob not in `keep` back to its original value
+    /// (a row without a knob runs with the system's own value, whatever
+    /// the row before it set). They stay journaled: a later row may set
+    /// them again.
+    pub fn reset_except(
+        &mut self,
+        keep: &std::collections::BTreeSet<String>,
+    ) -> anyhow::Result<()> {
+        for (path, orig) in &self.journal.originals {
+            if keep.contains(path) {
+                continue;
+            }
+            let at = self.journal.at(path);
+            let cur = std::fs::read_to_string(&at).unwrap_or_default();
+            if cur.trim() != orig.trim() {
+                std::fs::write(&at, orig.trim())
+                    .with_context(|| format!("writing {} back to {}", orig.trim(), at.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores everything and removes the journal.
+    pub fn restore(&mut self) -> anyhow::Result<Vec<String>> {
+        if !self.active {
+            return Ok(Vec::new());
+        }
+        let done = self.journal.restore()?;
+        std::fs::remove_file(&self.path)
+            .with_context(|| format!("removing {}", self.path.display()))?;
+        sync_dir(self.lock.dir())?;
+        self.journal.originals.clear();
+        self.journal.tracefs_instances.clear();
+        self.journal.mounted_tracefs = None;
+        self.journal.mounted_debugfs = false;
+        self.active = false;
+        Ok(done)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Err(e) = self.restore() {
+            eprintln!(
+                "numalab: {e:#}; the journal {} stays for `numalab restore`",
+                self.path.display()
+            );
+        }
+    }
+}
+
+/// Whether a knob can be written by this process.
+pub fn writable(path: &str) -> bool {
+    std::fs::OpenOptions::new().write(true).open(path).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allowlist_takes_scheduler_knobs_only() {
+        for ok in [
+            NUMA_BALANCING,
+            "/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps",
+            "/proc/sys/kernel/sched_autogroup_enabled",
+            MIGRATION_COST,
+            "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms",
+        ] {
+            assert!(allowed_knob(ok), "{ok}");
+        }
+        for bad in [
+            "/etc/passwd",
+            "/proc/sys/kernel/core_pattern",
+            "/proc/sys/kernel/sched_x/../../core_pattern",
+            "/sys/kernel/debug/sched/../tracing/trace",
+            "/sys/kernel/debug/sched",
+            "/sys/kernel/debug/sched/",
+            "proc/sys/kernel/numa_balancing",
+            "/proc/sys/vm/drop_caches",
+        ] {
+            assert!(!allowed_knob(bad), "{bad}");
+        }
+        assert!(allowed_instance("/sys/kernel/tracing/instances/numalab-42"));
+        assert!(allowed_instance(
+            "/sys/kernel/debug/tracing/instances/numalab-7"
+        ));
+        for bad in [
+            "/sys/kernel/tracing/instances/other",
+            "/sys/kernel/tracing/instances/numalab-",
+            "/sys/kernel/tracing/instances/numalab-1/../../events",
+            "/tmp/instances/numalab-1",
+        ] {
+            assert!(!allowed_instance(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn restore_refuses_a_journal_naming_a_path_off_the_allowlist() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let j = Journal {
+            originals: BTreeMap::from([(victim.display().to_string(), "x".into())]),
+            ..Journal::empty(Path::new("/"), Path::new(""))
+        };
+        let p = tmp.path().join("restore.json");
+        std::fs::write(&p, serde_json::to_string(&j).unwrap()).unwrap();
+        let err = Journal::read(&p).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
+        assert!(err.to_string().contains("not a knob"), "{err}");
+        assert!(j.restore().is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_second_lock_holder_is_refused_with_the_first_ones_pid() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = StateLock::acquire(tmp.path(), "numalab run").unwrap();
+        let err = StateLock::acquire(tmp.path(), "numalab trace").unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("pid {}: numalab run", std::process::id())),
+            "{msg}"
+        );
+        drop(a);
+        StateLock::acquire(tmp.path(), "numalab trace").unwrap();
+    }
+
+    #[test]
+    fn guard_journals_before_the_change_and_restores_on_drop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let knob = root.join("proc/sys/kernel/numa_balancing");
+        std::fs::create_dir_all(knob.parent().unwrap()).unwrap();
+        std::fs::write(&knob, "0\n").unwrap();
+        let state = tmp.path().join("state");
+        let lock = StateLock::acquire(&state, "test").unwrap();
+        let mut g = Guard::with_root(lock, Path::new("runs/x"), &root);
+        g.set(NUMA_BALANCING, "1").unwrap();
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "1");
+        let j = Journal::read(&journal_path(&state)).unwrap().unwrap();
+        assert_eq!(j.originals[NUMA_BALANCING], "0\n");
+        assert!(g.set("/etc/hostname", "x").is_err());
+        drop(g);
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "0");
+        assert!(!journal_path(&state).exists());
+    }
+
+    #[test]
+    fn write_atomic_names_the_path_and_leaves_no_temp_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("a.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let bad = tmp.path().join("a.json/inside");
+        let err = write_atomic(&bad, b"x").unwrap_err();
+        assert!(format!("{err:#}").contains("a.json"), "{err:#}");
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+    }
+}

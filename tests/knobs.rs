@@ -1,0 +1,145 @@
+//! Knobs per block: a spec names them per block, rows carry them, the host
+//! backend sets them through the journal for each row and puts them back
+//! for rows of blocks that do not name them; bad names and values exit 2
+//! before anything changes.
+
+use numalab::experiment::backend::{Backend, Host};
+use numalab::experiment::spec::ExperimentSpec;
+use numalab::sys::state::{self, Guard, Journal, StateLock};
+use numalab::topology::presets;
+use std::path::Path;
+
+const SPEC: &str = r#"
+samples = 1
+mem = ["A"]
+cpu = ["A"]
+
+[[blocks]]
+pnid = -1
+nb = 1
+knobs = { "sched/numa_balancing/scan_delay_ms" = "4294967295", "sched/numa_balancing/scan_period_min_ms" = "4294967295" }
+
+[[blocks]]
+pnid = -1
+nb = 1
+"#;
+
+#[test]
+fn rows_carry_their_blocks_knobs_and_label_them() {
+    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
+    let spec = ExperimentSpec::from_toml(SPEC, "test.toml").unwrap();
+    let rows = spec.rows(&topo).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].knobs.len(), 2);
+    assert!(rows[1].knobs.is_empty());
+    assert_eq!(
+        rows[0].params(),
+        "PNID: -1 NB: 1 Mem: 0 CPU: 0 sched/numa_balancing/scan_delay_ms=4294967295 \
+         sched/numa_balancing/scan_period_min_ms=4294967295"
+    );
+    assert_eq!(rows[1].params(), "PNID: -1 NB: 1 Mem: 0 CPU: 0");
+    // The spec round-trips through run.json with its knobs.
+    let json = serde_json::to_string(&spec).unwrap();
+    assert_eq!(serde_json::from_str::<ExperimentSpec>(&json).unwrap(), spec);
+}
+
+#[test]
+fn unknown_knobs_and_bad_values_are_spec_errors_naming_them() {
+    for (knob, needle) in [
+        (r#""kernel.core_pattern" = "x""#, "kernel.core_pattern"),
+        (
+            r#""kernel.numa_balancing" = "1""#,
+            "set NB with the block's `nb`",
+        ),
+        (r#""sched/migration_cost_ns" = "1""#, "migration_cost_ns"),
+        (
+            r#""sched/../tracing/tracing_on" = "0""#,
+            "not a knob numalab changes",
+        ),
+        (
+            r#""sched/numa_balancing/scan_delay_ms" = "1 0""#,
+            "one word",
+        ),
+    ] {
+        let text = format!("[[blocks]]\npnid = -1\nnb = 1\nknobs = {{ {knob} }}\n");
+        let e = ExperimentSpec::from_toml(&text, "bad.toml")
+            .and_then(|s| s.check())
+            .unwrap_err();
+        assert_eq!(numalab::error::exit_code(&e), 2, "{knob}");
+        assert!(e.to_string().contains(needle), "{knob}: {e}");
+    }
+}
+
+fn write(root: &Path, path: &str, value: &str) {
+    let p = root.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, value).unwrap();
+}
+
+fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path.trim_start_matches('/')))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
+    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
+    let rows = ExperimentSpec::from_toml(SPEC, "t.toml")
+        .unwrap()
+        .rows(&topo)
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let delay = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
+    let pmin = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
+    write(&root, state::NUMA_BALANCING, "0\n");
+    write(&root, delay, "1000\n");
+    write(&root, pmin, "1000\n");
+    let state_dir = tmp.path().join("state");
+    let mut guard = Guard::with_root(
+        StateLock::acquire(&state_dir, "test").unwrap(),
+        Path::new("run"),
+        &root,
+    );
+    let mut host = Host::new(&topo, 0.0, None).unwrap();
+
+    host.prepare(&rows[0], &mut guard).unwrap();
+    assert_eq!(read(&root, delay), "4294967295");
+    assert_eq!(read(&root, pmin), "4294967295");
+    assert_eq!(read(&root, state::NUMA_BALANCING), "1");
+    let j = Journal::read(&state::journal_path(&state_dir))
+        .unwrap()
+        .unwrap();
+    assert_eq!(j.originals[delay], "1000\n", "journaled before the change");
+
+    host.prepare(&rows[1], &mut guard).unwrap();
+    assert_eq!(
+        read(&root, delay),
+        "1000",
+        "the next row runs with the original"
+    );
+    assert_eq!(read(&root, pmin), "1000");
+    assert_eq!(read(&root, state::NUMA_BALANCING), "1");
+
+    host.prepare(&rows[0], &mut guard).unwrap();
+    drop(guard);
+    assert_eq!(read(&root, delay), "1000", "restored at the end");
+    assert_eq!(read(&root, state::NUMA_BALANCING), "0");
+    assert!(!state::journal_path(&state_dir).exists());
+}
+
+#[test]
+fn the_no_fault_example_spec_parses_with_its_scan_knobs() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/pnid-nofault.toml"
+    ))
+    .unwrap();
+    let spec = ExperimentSpec::from_toml(&text, "pnid-nofault.toml").unwrap();
+    spec.check().unwrap();
+    assert_eq!(spec.blocks.len(), 4);
+    assert_eq!(spec.blocks[2].knobs.len(), 3);
+    assert!(spec.blocks.iter().filter(|b| b.knobs.is_empty()).count() == 3);
+}

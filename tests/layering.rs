@@ -1,0 +1,119 @@
+//! The crate's layers: lower modules never import higher ones, so there is
+//! no import cycle between top-level modules.
+//!
+//! Why a test of our own instead of a tool: `cargo modules` (crates.io) can
+//! draw the graph, but it builds rust-analyzer's crates (many minutes on two
+//! cores, in every fresh CI) and checks no declared order. This reads every
+//! `crate::` path in the code (comments left out, so doc links do not count)
+//! and holds each edge to the order below, in every CI run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Bottom first. A module may import modules of lower layers only.
+const LAYERS: &[&[&str]] = &[
+    &["idset", "units", "stats"],
+    &["topology"],
+    &["error"],
+    &["sys", "paths"],
+    &["analysis", "load"],
+    &["probe"],
+    &["trace"],
+    &["exec"],
+    &["experiment", "jobs"],
+    &["report"],
+    &["cli"],
+    &["commands"],
+];
+
+fn layer_of(m: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&m))
+}
+
+fn rs_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            rs_files(&e.path(), out);
+        }
+    } else if p.extension().is_some_and(|e| e == "rs") {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// Top-level modules named by `crate::` paths in `code`, including the
+/// heads of `use crate::{a, b::c}` groups.
+fn referenced(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut rest = line;
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let head: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !head.is_empty() && head != "self" {
+                        out.insert(head);
+                    }
+                }
+            } else {
+                let head: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !head.is_empty() {
+                    out.insert(head);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn lower_layers_never_import_higher_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rs_files(&p, &mut files);
+        let deps = graph.entry(name.clone()).or_default();
+        for f in files {
+            let code = std::fs::read_to_string(&f).unwrap();
+            deps.extend(referenced(&code).into_iter().filter(|d| *d != name));
+        }
+    }
+    let mut bad = Vec::new();
+    for (m, deps) in &graph {
+        let Some(lm) = layer_of(m) else {
+            bad.push(format!("module {m} is in no layer: add it to LAYERS"));
+            continue;
+        };
+        for d in deps {
+            match layer_of(d) {
+                Some(ld) if ld < lm => {}
+                Some(_) => bad.push(format!("{m} imports {d}, which is not below it")),
+                None => bad.push(format!("{m} imports {d}, which is in no layer")),
+            }
+        }
+    }
+    assert!(bad.is_empty(), "layering broken:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_scanner_sees_grouped_and_plain_paths_but_not_comments() {
+    let code = "use crate::{sys::state, trace};\nlet x = crate::probe::run();\n\
+                /// see [`crate::report`]\n// crate::cli";
+    let got: Vec<String> = referenced(code).into_iter().collect();
+    assert_eq!(got, ["probe", "sys", "trace"]);
+}
