@@ -1,7 +1,9 @@
 //! Property tests for the topology readers: the sysfs/procfs tree behind
 //! [`sysfs::read_topology`] (CPU and node lists, cpuinfo, node distance,
 //! node and system meminfo, cache and topology files, /proc/self/status)
-//! and the topology JSON of `--topology FILE` ([`Topology::from_json`]).
+//! the topology JSON of `--topology FILE` ([`Topology::from_json`]), and
+//! the memory limits of `proc/meminfo` and the cgroup files
+//! ([`memory::available`]).
 //!
 //! The real trees in tests/fixtures/topo/*/root are copied once to a
 //! temporary directory; each case mutates one file (edits, arbitrary text,
@@ -11,6 +13,7 @@
 
 mod prop_common;
 
+use numalab::probe::memory;
 use numalab::topology::sysfs::{read_topology, SysRoot, SysfsError};
 use numalab::topology::{presets, Topology};
 use prop_common::{apply, config, edits, noisy_text, runner, within, Edit};
@@ -299,4 +302,64 @@ fn proc_meminfo_huge_kb_is_unknown_not_an_overflow() {
     let topo = read_topology(&SysRoot::new(root)).unwrap();
     assert_eq!(topo.nodes[0].mem_total_bytes, None);
     assert_eq!(topo.nodes[0].mem_free_bytes, Some(5120));
+}
+
+const CGROUP: &str = "0::/user.slice/user-0.slice/session-1.scope\n";
+const CGROUP_V1: &str = "12:memory:/docker/abc\n11:cpu,cpuacct:/docker/abc\n";
+
+/// A memory limit of any text: bytes and the file it came from, or
+/// nothing; never a panic. A request is refused only past a limit read.
+#[test]
+fn memory_limits_of_any_text() {
+    let number = prop_oneof![
+        prop::sample::select(prop_common::NASTY_NUMBERS).prop_map(str::to_string),
+        any::<u64>().prop_map(|v| v.to_string()),
+        Just("max".to_string()),
+    ];
+    let strategy = (
+        number.clone(),
+        number,
+        prop::sample::select(&[CGROUP, CGROUP_V1][..]),
+        edits(),
+        noisy_text(),
+        any::<u64>(),
+    );
+    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
+    runner("prop_sysfs", 250)
+        .run(&strategy, |(avail, max, cgroup, e, junk, bytes)| {
+            let dir = tempfile::tempdir().unwrap();
+            let w = |rel: &str, s: &str| {
+                let p = dir.path().join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, s).unwrap();
+            };
+            w(
+                "proc/meminfo",
+                &format!("MemTotal: 8000000 kB\nMemAvailable: {avail} kB\n{junk}"),
+            );
+            w("proc/self/cgroup", &apply(cgroup, &e));
+            w("sys/fs/cgroup/user.slice/memory.max", &max);
+            w("sys/fs/cgroup/memory/docker/memory.limit_in_bytes", &max);
+            let sys = SysRoot::new(dir.path());
+            match memory::available(&sys) {
+                Ok(Some(l)) => {
+                    prop_assert!(
+                        l.source.contains(&dir.path().display().to_string()),
+                        "{:?}",
+                        l
+                    )
+                }
+                Ok(None) => {}
+                // An unreadable path (a NUL in proc/self/cgroup): named.
+                Err(SysfsError::Read { path, .. }) => prop_assert!(path.starts_with(dir.path())),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+            if let Err(e) = memory::check(&sys, &topo, "probe --size", bytes, Some(0)) {
+                prop_assert_eq!(numalab::error::exit_code(&e), 2);
+                let m = format!("{e:#}");
+                prop_assert!(m.contains("probe --size") || m.contains("cgroup"), "{}", m);
+            }
+            Ok(())
+        })
+        .unwrap();
 }
