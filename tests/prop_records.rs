@@ -29,6 +29,8 @@ const SPECS: &[&str] = &[
      [[blocks]]\npnid = -1\nnb = 0\n\n[[blocks]]\npnid = \"A\"\nnb = 1\n\n\
      [probe]\npattern = \"chase\"\nsize = \"1G\"\ncounts = 4\nthp = \"off\"\nobserve_every = 4096\n",
     "cpu = [\"0\", \"1\"]\nmem = [\"1\"]\n[[blocks]]\npnid = 1\nnb = 1\n",
+    "[[blocks]]\npnid = \"A\"\nnb = 1\nknobs = { \"sched/numa_balancing/scan_delay_ms\" = \"4294967295\", \
+     \"kernel.numa_balancing_promote_rate_limit_MBps\" = \"65536\" }\n",
 ];
 
 fn topo() -> Topology {
@@ -292,5 +294,14 @@ fn deeply_nested_toml_and_json_are_errors_not_stack_overflows() {
         assert!(Topology::from_json(&json, "deep.json").is_err());
         let json = format!("{{\"spec\":{}", "{\"a\":".repeat(depth));
         all_json(&json);
+    }
+}
+
+/// The seeds are real, valid specs (so mutations start from the inside).
+#[test]
+fn seed_specs_are_valid() {
+    for text in SPECS {
+        let s = ExperimentSpec::from_toml(text, "seed").unwrap_or_else(|e| panic!("{e}"));
+        s.rows(&topo()).unwrap_or_else(|e| panic!("{text}: {e}"));
     }
 }
