@@ -44,10 +44,13 @@ impl IdSet {
             token: token.to_string(),
             reason: reason.to_string(),
         };
-        let mut set = BTreeSet::new();
+        // Ids are marked in a bitmap (at most MAX_ID + 1 entries) and put in
+        // the set once at the end: inserting every id of every item into
+        // the BTreeSet made 8 kB of repeated `0-65536,` items take seconds.
+        let mut bits: Vec<bool> = Vec::new();
         let trimmed = input.trim();
         if trimmed.is_empty() {
-            return Ok(Self(set));
+            return Ok(Self(BTreeSet::new()));
         }
         for raw in trimmed.split(',') {
             let token = raw.trim();
@@ -91,10 +94,13 @@ impl IdSet {
                     (u, g)
                 }
             };
+            if bits.len() <= hi as usize {
+                bits.resize(hi as usize + 1, false);
+            }
             let mut start = lo;
             while start <= hi {
                 for id in start..start.saturating_add(used).min(hi.saturating_add(1)) {
-                    set.insert(id);
+                    bits[id as usize] = true;
                 }
                 match start.checked_add(group) {
                     Some(next) => start = next,
@@ -102,6 +108,10 @@ impl IdSet {
                 }
             }
         }
+        let set = (0u32..)
+            .zip(bits)
+            .filter_map(|(id, on)| on.then_some(id))
+            .collect();
         Ok(Self(set))
     }
 
@@ -266,6 +276,21 @@ mod tests {
             assert_eq!(e.token, token, "input {input}");
             assert!(e.to_string().contains(input), "{e}");
         }
+    }
+
+    /// Found by tests/prop_lists.rs: `0-65536,` repeated (8 kB) took 3.4 s
+    /// in release (each item inserted 65537 ids into the BTreeSet again).
+    #[test]
+    fn idset_repeated_full_ranges_parse_quickly() {
+        let input = "0-65536,".repeat(250) + "7";
+        let t = std::time::Instant::now();
+        assert_eq!(p(&input).len(), MAX_ID as usize + 1);
+        // Generous for a loaded machine: ~0.1 s now, seconds before.
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

@@ -23,8 +23,12 @@ pub fn bytes_per_node(numa_maps: &str) -> BTreeMap<u32, u64> {
                 }
             }
         }
+        // Saturating: numa_maps is outside input (a corrupt or hand-made
+        // file), and huge page counts or sizes must not overflow.
         for (n, c) in counts {
-            *out.entry(n).or_default() += c * page_kb * 1024;
+            let bytes = c.saturating_mul(page_kb).saturating_mul(1024);
+            let e = out.entry(n).or_default();
+            *e = e.saturating_add(bytes);
         }
     }
     out
@@ -32,10 +36,11 @@ pub fn bytes_per_node(numa_maps: &str) -> BTreeMap<u32, u64> {
 
 /// The node holding more than half of `bytes`, if one does.
 pub fn majority_node(bytes: &BTreeMap<u32, u64>) -> Option<u32> {
-    let total: u64 = bytes.values().sum();
+    // In u128: the per-node figures may be as large as u64::MAX.
+    let total: u128 = bytes.values().map(|&b| b as u128).sum();
     bytes
         .iter()
-        .find(|(_, &b)| total > 0 && b * 2 > total)
+        .find(|(_, &b)| total > 0 && b as u128 * 2 > total)
         .map(|(&n, _)| n)
 }
 
@@ -57,5 +62,24 @@ mod tests {
         assert_eq!(majority_node(&b), Some(1));
         assert_eq!(majority_node(&BTreeMap::from([(0, 5), (1, 5)])), None);
         assert_eq!(majority_node(&BTreeMap::new()), None);
+    }
+
+    /// Found by tests/prop_procfs.rs: `N0=140737488355328
+    /// kernelpagesize_kB=64` (2^63 bytes) overflowed `b * 2` in
+    /// majority_node; larger counts overflowed `c * page_kb * 1024`.
+    #[test]
+    fn numa_maps_huge_counts_saturate_not_overflow() {
+        let b = bytes_per_node("7f00 default N0=140737488355328 kernelpagesize_kB=64\n");
+        assert_eq!(b[&0], 1 << 63);
+        assert_eq!(majority_node(&b), Some(0));
+        let b = bytes_per_node(
+            "7f00 default N0=18014398509481985 kernelpagesize_kB=18446744073709551615\n\
+             7f01 default N0=5 N1=1\n",
+        );
+        assert_eq!(b[&0], u64::MAX);
+        assert_eq!(b[&1], 4096);
+        assert_eq!(majority_node(&b), Some(0));
+        let even = BTreeMap::from([(0, u64::MAX), (1, u64::MAX)]);
+        assert_eq!(majority_node(&even), None);
     }
 }

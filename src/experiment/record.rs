@@ -132,6 +132,9 @@ pub fn read_meta(dir: &Path) -> anyhow::Result<RunMeta> {
             meta.schema
         )));
     }
+    // --resume plans rows x samples from this file: bound it as a spec is.
+    super::spec::check_size(meta.rows.len() as u64, meta.spec.samples)
+        .map_err(|e| crate::error::usage(format!("{}: {e}", p.display())))?;
     Ok(meta)
 }
 

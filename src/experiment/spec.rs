@@ -14,6 +14,32 @@ use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The most rows a spec may expand to: the RFC's matrix is 36 rows per
+/// migration cost, and a spec file is outside input, so a few kB of TOML
+/// (`mem` and `cpu` lists of thousands of entries) must not expand to
+/// millions of rows before anything looks at the size.
+pub const MAX_ROWS: u64 = 100_000;
+/// The most samples (rows x `samples`) a run may plan: the sample order is
+/// one list of them (the RFC's full run is 2304).
+pub const MAX_SAMPLES: u64 = 10_000_000;
+
+/// Checks a run's size before anything of that size is allocated.
+pub fn check_size(rows: u64, samples: u32) -> anyhow::Result<()> {
+    if rows > MAX_ROWS {
+        return Err(usage(format!(
+            "the spec expands to {rows} rows, more than {MAX_ROWS}: \
+             fewer mem, cpu, blocks or migration_cost_ns values"
+        )));
+    }
+    let total = rows.saturating_mul(samples as u64);
+    if total > MAX_SAMPLES {
+        return Err(usage(format!(
+            "{rows} rows x {samples} samples = {total} samples, more than {MAX_SAMPLES}"
+        )));
+    }
+    Ok(())
+}
+
 /// A node named by role (A, B) or number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -284,6 +310,15 @@ impl ExperimentSpec {
     /// Expands to rows numbered in the RFC's order.
     pub fn rows(&self, topo: &Topology) -> anyhow::Result<Vec<Row>> {
         self.check()?;
+        let n_rows = [
+            self.migration_cost_ns.len().max(1),
+            self.blocks.len(),
+            self.mem.len(),
+            self.cpu.len(),
+        ]
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64));
+        check_size(n_rows, self.samples)?;
         let (a, b) = self.resolve_nodes(topo)?;
         let node = |s: &str, what: &str| -> anyhow::Result<Option<u32>> {
             match s.trim() {

@@ -25,13 +25,16 @@ pub fn parse(text: &str) -> BTreeMap<u32, CpuTimes> {
             continue;
         }
         let get = |i: usize| v.get(i).copied().unwrap_or(0);
-        // user nice system idle iowait irq softirq steal
-        let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
+        // user nice system idle iowait irq softirq steal. Saturating: the
+        // text is outside input, and a corrupt or hostile line with huge
+        // values must not panic (debug) or wrap (release) the sums.
+        let sum = |idx: &[usize]| idx.iter().fold(0u64, |a, &i| a.saturating_add(get(i)));
+        let busy = sum(&[0, 1, 2, 5, 6, 7]);
         out.insert(
             id,
             CpuTimes {
                 busy,
-                total: busy + get(3) + get(4),
+                total: busy.saturating_add(sum(&[3, 4])),
             },
         );
     }
@@ -51,7 +54,11 @@ pub fn busy_percent(
         .filter_map(|(cpu, y)| {
             let x = a.get(cpu)?;
             let total = y.total.checked_sub(x.total)?;
-            (total > 0).then(|| (*cpu, (y.busy - x.busy) as f64 * 100.0 / total as f64))
+            // A counter that went down (a corrupt reading, or a CPU whose
+            // counters restarted) gives no figure, as for `total`, instead
+            // of an overflow panic.
+            let busy = y.busy.checked_sub(x.busy)?;
+            (total > 0).then(|| (*cpu, busy as f64 * 100.0 / total as f64))
         })
         .collect()
 }
@@ -69,5 +76,23 @@ mod tests {
         let p = busy_percent(&a, &b);
         assert!((p[&0] - 40.0).abs() < 1e-9);
         assert_eq!(p[&1], 0.0);
+    }
+
+    /// Found by tests/prop_procfs.rs: `cpu0 0 0 3923629280549292990
+    /// 4300262683832036479 10222852109328222147` overflowed the sum.
+    #[test]
+    fn procstat_huge_counters_saturate_not_overflow() {
+        let m = u64::MAX;
+        let t = parse(&format!("cpu0 {m} {m} {m} {m} {m} {m} {m} {m}\n"));
+        assert_eq!(t[&0], CpuTimes { busy: m, total: m });
+    }
+
+    /// Found by tests/prop_procfs.rs: a second reading whose busy time went
+    /// down while the total went up panicked on `y.busy - x.busy`.
+    #[test]
+    fn procstat_busy_going_down_is_skipped_not_a_panic() {
+        let a = parse("cpu0 50 0 0 10 0 0 0 0\n");
+        let b = parse("cpu0 10 0 0 100 0 0 0 0\n");
+        assert!(busy_percent(&a, &b).is_empty());
     }
 }

@@ -227,7 +227,8 @@ pub fn read_facts(sys: &SysRoot) -> Result<Facts, SysfsError> {
                 .find(|l| l.starts_with(name))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<u64>().ok())
-                .map(|kb| kb * 1024)
+                // checked: a size beyond u64 bytes is unknown, not a panic.
+                .and_then(|kb| kb.checked_mul(1024))
         };
         nodes.push(NodeFacts {
             id: 0,
@@ -331,12 +332,17 @@ fn read_node_meminfo(sys: &SysRoot, rel: &str) -> Result<(Option<u64>, Option<u6
             // "Node", id, "MemTotal:", value, "kB"
             if words.nth(2) == Some(name) {
                 let v = words.next().unwrap_or("");
-                let kb: u64 = v.parse().map_err(|_| SysfsError::Parse {
+                let bad = |what: &str| SysfsError::Parse {
                     path: sys.path(rel),
                     content: line.to_string(),
-                    reason: format!("{name} value {v:?} is not a number of kB"),
-                })?;
-                return Ok(Some(kb * 1024));
+                    reason: format!("{name} value {v:?} {what}"),
+                };
+                let kb: u64 = v.parse().map_err(|_| bad("is not a number of kB"))?;
+                // checked: `kb * 1024` overflowed on a huge (corrupt) value.
+                let bytes = kb
+                    .checked_mul(1024)
+                    .ok_or_else(|| bad("is too large (more than 2^64 bytes)"))?;
+                return Ok(Some(bytes));
             }
         }
         Ok(None)

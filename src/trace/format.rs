@@ -40,7 +40,9 @@ impl Field {
     /// Reads the field as an integer from a record; `None` when the record
     /// is too short or the field is not a 1, 2, 4 or 8 byte integer.
     pub fn int(&self, rec: &[u8]) -> Option<i64> {
-        let b = rec.get(self.offset..self.offset + self.size)?;
+        // checked: offset and size come from a format file, and a huge
+        // offset must give None, not an overflow panic.
+        let b = rec.get(self.offset..self.offset.checked_add(self.size)?)?;
         Some(match (self.size, self.signed) {
             (1, true) => b[0] as i8 as i64,
             (1, false) => b[0] as i64,
@@ -131,6 +133,13 @@ fn parse_field(l: &str) -> Option<Field> {
     })
 }
 
+/// The largest page header [`PageHeader::parse`] accepts (16 bytes on
+/// 64-bit kernels).
+pub const MAX_HEADER: usize = 4096;
+/// The largest page data [`PageHeader::parse`] accepts: the page's data
+/// length is the low 27 bits of `commit`.
+pub const MAX_DATA: usize = 1 << 27;
+
 /// The ring buffer page layout from `events/header_page`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageHeader {
@@ -170,6 +179,34 @@ impl PageHeader {
             return Err(FormatError {
                 path: path.into(),
                 msg: "unexpected timestamp/commit sizes".into(),
+                text: text.into(),
+            });
+        }
+        // The reader allocates a page of `page_size` bytes, so the numbers
+        // of this (outside) file are bounded here: the header fields sit
+        // before the data, the header is at most MAX_HEADER bytes, and the
+        // data at most what the 27-bit length in `commit` can describe.
+        // Unchecked, `size:18446744073709551615` overflowed the sum and
+        // `size:1099511627776` asked for a 1 TiB buffer.
+        let inside = |f: &Field| {
+            f.offset
+                .checked_add(f.size)
+                .is_some_and(|e| e <= data.offset)
+        };
+        if data.offset > MAX_HEADER || !inside(ts) || !inside(commit) {
+            return Err(FormatError {
+                path: path.into(),
+                msg: format!(
+                    "timestamp and commit must lie within a header of at most {MAX_HEADER} \
+                     bytes before data"
+                ),
+                text: text.into(),
+            });
+        }
+        if data.size == 0 || data.size > MAX_DATA {
+            return Err(FormatError {
+                path: path.into(),
+                msg: format!("data size must be 1 to {MAX_DATA} bytes"),
                 text: text.into(),
             });
         }
@@ -231,6 +268,19 @@ print fmt: \"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->p
         assert!(EventFormat::parse("ID: 3\n", "p").is_err());
     }
 
+    /// Found by tests/prop_trace_format.rs: a field at `offset:
+    /// 18446744073709551615` overflowed `offset + size` in Field::int.
+    #[test]
+    fn field_offset_near_usize_max_reads_none_not_a_panic() {
+        let f = Field {
+            name: "x".into(),
+            offset: usize::MAX,
+            size: 4,
+            signed: true,
+        };
+        assert_eq!(f.int(&[0; 64]), None);
+    }
+
     #[test]
     fn parses_header_page() {
         let text = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
@@ -239,6 +289,15 @@ print fmt: \"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->p
 \tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;
 ";
         let h = PageHeader::parse(text, "header_page").unwrap();
+        assert_eq!(
+            PageHeader::parse(
+                &text.replace("offset:8;\tsize:8", "offset:12;\tsize:8"),
+                "h"
+            )
+            .unwrap_err()
+            .msg,
+            "timestamp and commit must lie within a header of at most 4096 bytes before data"
+        );
         assert_eq!(
             h,
             PageHeader {

@@ -47,12 +47,20 @@ pub struct Page<'a> {
 #[error("corrupt ring buffer page: {0}")]
 pub struct PageError(pub String);
 
+// Offsets come from the header_page file and lengths from the page itself:
+// all arithmetic on them is checked (an overflow is a corrupt page, not a
+// panic), and times wrap as the kernel's u64 clock does.
+
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_ne_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    Some(u64::from_ne_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 /// Decodes one page as read from `trace_pipe_raw`.
@@ -66,7 +74,7 @@ pub fn decode_page<'a>(hdr: &PageHeader, page: &'a [u8]) -> Result<Page<'a>, Pag
     }
     .ok_or_else(|| bad("short header".into()))?;
     let len = (commit & COMMIT_MASK) as usize;
-    let end = hdr.data_offset + len;
+    let end = hdr.data_offset.saturating_add(len);
     if end > page.len() {
         return Err(bad(format!(
             "commit {len} bytes past the page's {} bytes",
@@ -78,7 +86,7 @@ pub fn decode_page<'a>(hdr: &PageHeader, page: &'a [u8]) -> Result<Page<'a>, Pag
         missed_events: commit & MISSED_EVENTS != 0,
     };
     let mut pos = hdr.data_offset;
-    while pos + 4 <= end {
+    while end.saturating_sub(pos) >= 4 {
         let word = u32_at(page, pos).unwrap();
         let type_len = word & 0x1f;
         let delta = (word >> 5) as u64;
@@ -89,12 +97,12 @@ pub fn decode_page<'a>(hdr: &PageHeader, page: &'a [u8]) -> Result<Page<'a>, Pag
                     break; // the rest of the page is empty
                 }
                 let l = u32_at(page, pos).ok_or_else(|| bad(format!("padding at {pos}")))?;
-                ts += delta;
-                pos += l as usize;
+                ts = ts.wrapping_add(delta);
+                pos = pos.saturating_add(l as usize);
             }
             TYPE_TIME_EXTEND => {
                 let ext = u32_at(page, pos).ok_or_else(|| bad(format!("extend at {pos}")))?;
-                ts += ((ext as u64) << TS_SHIFT) + delta;
+                ts = ts.wrapping_add(((ext as u64) << TS_SHIFT) + delta);
                 pos += 4;
             }
             TYPE_TIME_STAMP => {
@@ -114,13 +122,14 @@ pub fn decode_page<'a>(hdr: &PageHeader, page: &'a [u8]) -> Result<Page<'a>, Pag
                 } else {
                     n as usize * 4
                 };
-                ts += delta;
-                let data = page
-                    .get(pos..pos + l)
-                    .filter(|_| pos + l <= end)
+                ts = ts.wrapping_add(delta);
+                let data = pos
+                    .checked_add(l)
+                    .filter(|&e| e <= end)
+                    .and_then(|e| page.get(pos..e))
                     .ok_or_else(|| bad(format!("record of {l} bytes at {pos} overruns")))?;
                 out.records.push(RawRecord { ts_ns: ts, data });
-                pos += l;
+                pos += l; // within the page: checked above
             }
         }
     }

@@ -212,9 +212,31 @@ struct Header<'a> {
 
 /// Finds `SECS.FRACTION: [(+DELTA)] [SYS:]NAME:` and the CPU before it.
 /// None when the line is not an event line.
+///
+/// The first such anchor naming one of the decoded events wins, else the
+/// first anchor: a comm in the prefix may itself look like an anchor
+/// (`1.5: a: b`, set with prctl(PR_SET_NAME)), and taking it silently
+/// dropped the real event as an "other" one. A decoded event's anchor
+/// (`0: sched_exit:` and longer) cannot fit in a 15-byte comm, so a fake
+/// one never wins over the real one.
 fn header(line: &str) -> Option<Header<'_>> {
-    let b = line.as_bytes();
+    let mut first = None;
     let mut from = 0;
+    while let Some((h, next)) = anchor(line, from) {
+        let decoded = h.system.is_none_or(|s| s == "sched") && DECODED.contains(&h.name);
+        if decoded {
+            return Some(h);
+        }
+        first.get_or_insert(h);
+        from = next;
+    }
+    first
+}
+
+/// The first anchor at or after byte `from`, and where to look for the next.
+fn anchor(line: &str, from: usize) -> Option<(Header<'_>, usize)> {
+    let b = line.as_bytes();
+    let mut from = from;
     while let Some(off) = line[from..].find(": ") {
         let colon = from + off;
         from = colon + 1;
@@ -247,14 +269,15 @@ fn header(line: &str) -> Option<Header<'_>> {
             None => (None, full),
         };
         let (cpu, style) = cpu_column(&line[..start]);
-        return Some(Header {
+        let h = Header {
             cpu,
             ts: &line[start..colon],
             system,
             name,
             body: rest[end..].trim(),
             style: if system.is_some() { Style::Perf } else { style },
-        });
+        };
+        return Some((h, from));
     }
     None
 }
@@ -302,19 +325,21 @@ fn is_flags(tok: &str) -> bool {
     (3..=6).contains(&tok.len()) && tok.bytes().all(|c| c == b'.' || c.is_ascii_alphanumeric())
 }
 
+/// The events [`decode`] reads.
+const DECODED: [&str; 7] = [
+    event::MIGRATE,
+    event::SWITCH,
+    event::MOVE_NUMA,
+    event::SWAP_NUMA,
+    event::STICK_NUMA,
+    event::FORK,
+    event::EXIT,
+];
+
 /// For a line without the event-line shape: the decoded event it names as
 /// `NAME:`, if any (such a line is malformed rather than something else).
 fn mentions_event(line: &str) -> Option<&'static str> {
-    const NAMES: [&str; 7] = [
-        event::MIGRATE,
-        event::SWITCH,
-        event::MOVE_NUMA,
-        event::SWAP_NUMA,
-        event::STICK_NUMA,
-        event::FORK,
-        event::EXIT,
-    ];
-    NAMES.into_iter().find(|name| {
+    DECODED.into_iter().find(|name| {
         line.match_indices(name)
             .any(|(i, _)| line[i + name.len()..].starts_with(':'))
     })

@@ -510,3 +510,26 @@ fn fixture_tracefs() {
         .events
         .contains(&ev(9_881_413_411_000, 0, migrate(22408, 0, 1))));
 }
+
+/// Found by tests/prop_trace_text.rs: a comm that looks like a timestamp
+/// and an event name (`0: a: `, any name set with PR_SET_NAME) in the line
+/// prefix was taken as the anchor, and the real sched_migrate_task was
+/// counted as an unknown event `a` and dropped.
+#[test]
+fn comm_that_looks_like_a_timestamp_does_not_hide_the_event() {
+    for line in [
+        "          0: a: -4242    [000] d..2. 0.000000: sched_migrate_task: comm=0: a:  pid=7 prio=0 orig_cpu=0 dest_cpu=1",
+        "      1.5: b: x-4242  [001] 12.500000: sched_process_exit: comm=1.5: b: x pid=7 prio=120",
+    ] {
+        let e = one(line);
+        assert!(matches!(e.kind, Kind::Migrate { pid: 7, .. } | Kind::Exit { pid: 7 }), "{e:?}");
+    }
+    // An unknown event stays unknown, whatever its comm looks like.
+    let p = parse(
+        "  1.5: a: b-1 [000] 2.000000: sched_wakeup: comm=x pid=1\n\
+                   x-1 [000] 3.000000: sched_process_exit: comm=x pid=1 prio=120\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!((p.events.len(), p.other_events), (1, 1));
+}

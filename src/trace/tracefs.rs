@@ -83,17 +83,37 @@ pub fn find_in_mounts(mounts: &str) -> Option<PathBuf> {
     debugfs.filter(|p| p.join("events").is_dir())
 }
 
+/// Events lost in one per_cpu/cpuN/stats text (`overrun:` and `dropped
+/// events:`), saturating: a huge value must not overflow the sum.
+fn lost_in_stats(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "overrun" | "dropped events")
+                .then(|| v.trim().parse::<u64>().ok())?
+        })
+        .fold(0, u64::saturating_add)
+}
+
 /// /proc/mounts escapes spaces and such as octal (`\040`).
 fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+        // In u32 and at most \377: `\777` overflowed the u8 arithmetic (a
+        // panic in debug builds); the kernel never writes more than \377,
+        // so anything larger is kept as it is.
+        let code = b.get(i + 1..i + 4).and_then(|d| {
+            d.iter().try_fold(0u32, |v, &c| {
+                (b'0'..=b'7')
+                    .contains(&c)
+                    .then(|| v * 8 + u32::from(c - b'0'))
+            })
+        });
+        if let (b'\\', Some(c @ 0..=0o377)) = (b[i], code) {
+            out.push(c as u8);
             i += 4;
         } else {
             out.push(b[i]);
@@ -348,16 +368,8 @@ impl Instance {
             .filter_map(|(cpu, _)| {
                 read_text(&self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()
             })
-            .map(|s| {
-                s.lines()
-                    .filter_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        matches!(k.trim(), "overrun" | "dropped events")
-                            .then(|| v.trim().parse::<u64>().ok())?
-                    })
-                    .sum::<u64>()
-            })
-            .sum()
+            .map(|s| lost_in_stats(&s))
+            .fold(0, u64::saturating_add)
     }
 
     /// Turns everything off and removes the instance.
@@ -395,6 +407,27 @@ mod tests {
             Some(PathBuf::from("/sys/kernel/trac ing"))
         );
         assert_eq!(find_in_mounts("proc /proc proc rw 0 0\n"), None);
+    }
+
+    /// Found by tests/prop_procfs.rs: `a /\400 tracefs rw 0 0` in
+    /// /proc/mounts overflowed u8 (4 * 64) in unescape.
+    #[test]
+    fn mounts_octal_escape_above_377_is_kept_not_a_panic() {
+        assert_eq!(unescape("/a\\777b\\400"), "/a\\777b\\400");
+        assert_eq!(unescape("/a\\134b\\011\\0"), "/a\\b\t\\0");
+    }
+
+    /// Huge `overrun` and `dropped events` counts saturate instead of
+    /// overflowing the sum.
+    #[test]
+    fn stats_lost_events_saturate_not_overflow() {
+        let m = u64::MAX;
+        let s = format!("entries: 5\noverrun: {m}\ncommit overrun: 0\ndropped events: 3\n");
+        assert_eq!(lost_in_stats(&s), m);
+        assert_eq!(
+            lost_in_stats("overrun: 2\ndropped events: 3\nread events: 9\n"),
+            5
+        );
     }
 
     #[test]
