@@ -131,7 +131,7 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
             let row = &rows[x["row"].as_u64().unwrap() as usize];
             let label = format!(
                 "PNID {:>2} NB {} Mem {}{}",
-                row["pnid"],
+                row["pnid"].as_i64().unwrap(),
                 row["nb"],
                 if row["mem"]["node"].is_null() {
                     "F"
@@ -170,12 +170,17 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
         }
     }
     // The no-fault cell scans nothing; NB cells with the default knobs do.
-    let nofault = &scans["PNID  0 NB 1 Mem A no-fault"];
+    let scan = |l: &str| {
+        scans
+            .get(l)
+            .unwrap_or_else(|| panic!("no cell {l:?} in {:?}", scans.keys()))
+    };
+    let nofault = scan("PNID  0 NB 1 Mem A no-fault");
     assert!(
         nofault.iter().all(|&q| q == 0),
         "no-fault cell scanned: {nofault:?}"
     );
-    let default = &scans["PNID  0 NB 1 Mem A"];
+    let default = scan("PNID  0 NB 1 Mem A");
     assert!(
         default.iter().any(|&q| q > 0),
         "NB 1 never scanned: {default:?}"
