@@ -14,8 +14,7 @@
 
 mod common;
 
-use common::{lab, required, sections};
-use serde_json::Value;
+use common::{lab, record, required, sections};
 use std::path::Path;
 use std::process::Command;
 
@@ -109,15 +108,6 @@ else
 fi
 echo @@end
 "#;
-
-fn record(s: &std::collections::BTreeMap<String, String>, name: &str) -> Value {
-    let text = s.get(name).unwrap_or_else(|| panic!("no section {name}"));
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("{name}: no record in {text}"));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
-}
 
 /// The value of `key` on a `key value` line of a section.
 fn field<'a>(section: &'a str, key: &str) -> &'a str {

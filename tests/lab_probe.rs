@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{lab, migrate_lines, sections};
+use common::{lab, migrate_lines, record, sections};
 use serde_json::Value;
 
 const SCRIPT: &str = r#"
@@ -31,15 +31,6 @@ echo @@trace; grep sched_migrate_task $T/trace
 echo @@leftover; ps | grep -c '[n]umalab load' || true
 echo @@end
 "#;
-
-fn record(s: &std::collections::BTreeMap<String, String>, name: &str) -> Value {
-    let text = s.get(name).unwrap_or_else(|| panic!("no section {name}"));
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("{name}: no record in {text}"));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
-}
 
 fn pages(r: &Value, node: &str) -> u64 {
     r["placement"]["pages_per_node"][node].as_u64().unwrap_or(0)

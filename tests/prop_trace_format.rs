@@ -17,22 +17,7 @@ use prop_common::{apply, config, edits, noisy_text, NASTY_NUMBERS};
 use proptest::prelude::*;
 
 /// `events/sched/sched_migrate_task/format` of Linux 6.x (x86-64).
-const MIGRATE: &str = "name: sched_migrate_task
-ID: 300
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;
-\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;
-\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;
-\tfield:int orig_cpu;\toffset:32;\tsize:4;\tsigned:1;
-\tfield:int dest_cpu;\toffset:36;\tsize:4;\tsigned:1;
-
-print fmt: \"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, REC->orig_cpu, REC->dest_cpu
-";
+const MIGRATE: &str = include_str!("fixtures/trace/format-sched_migrate_task.txt");
 
 /// `events/sched/sched_switch/format`, with its `__data_loc`-free layout.
 const SWITCH: &str = "name: sched_switch

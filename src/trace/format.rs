@@ -224,22 +224,9 @@ impl PageHeader {
 mod tests {
     use super::*;
 
-    pub const MIGRATE_FORMAT: &str = "name: sched_migrate_task
-ID: 300
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;
-\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;
-\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;
-\tfield:int orig_cpu;\toffset:32;\tsize:4;\tsigned:1;
-\tfield:int dest_cpu;\toffset:36;\tsize:4;\tsigned:1;
-
-print fmt: \"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, REC->orig_cpu, REC->dest_cpu
-";
+    /// `events/sched/sched_migrate_task/format` of Linux 6.x (x86-64).
+    pub const MIGRATE_FORMAT: &str =
+        include_str!("../../tests/fixtures/trace/format-sched_migrate_task.txt");
 
     #[test]
     fn parses_a_format_file() {

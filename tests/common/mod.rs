@@ -189,6 +189,16 @@ pub fn check_json_against_facts(json: &str, facts: &BTreeMap<u32, CpuFact>) -> R
     Ok(())
 }
 
+/// The first JSON record (a line starting with `{`) of section `name`.
+pub fn record(s: &BTreeMap<String, String>, name: &str) -> Value {
+    let text = s.get(name).unwrap_or_else(|| panic!("no section {name}"));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("{name}: no record in {text}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
+}
+
 /// Splits text with `@@name` marker lines into sections.
 pub fn sections(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
