@@ -15,6 +15,14 @@
 //!   two-sided p = I_{ν/(ν+t²)}(ν/2, 1/2).
 //! - Pearson's correlation r = Σ(x-x̄)(y-ȳ)/√(Σ(x-x̄)²Σ(y-ȳ)²).
 //! - Coefficient of variation s/x̄, used to flag noisy rows.
+//! - Hedges' g effect size of b against a: g = J·(x̄_b−x̄_a)/s_p with the
+//!   pooled s_p = √(((n_a−1)s_a²+(n_b−1)s_b²)/(n_a+n_b−2)) and the
+//!   small-sample correction J = 1 − 3/(4(n_a+n_b)−9) (Hedges 1981; Hedges &
+//!   Olkin 1985, eq. 5.10).
+//! - Holm–Bonferroni (Holm 1979) over m p-values at level α: sort them
+//!   ascending, reject while p_(i) ≤ α/(m−i+1) (i = 1..m), stop at the first
+//!   that is not; the rest are not rejected.
+//! - Geometric mean exp(Σ ln x / n) of positive values, for ratios.
 
 use serde::{Deserialize, Serialize};
 
@@ -138,6 +146,66 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
         p_two_sided: p.clamp(0.0, 1.0),
         diff,
     })
+}
+
+/// Hedges' g of `b` against `a` (positive when b's mean is larger); `None`
+/// when either has one value or the pooled standard deviation is 0.
+pub fn hedges_g(a: &Sample, b: &Sample) -> Option<f64> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if na < 2.0 || nb < 2.0 {
+        return None;
+    }
+    let pooled = (((na - 1.0) * a.stddev().powi(2) + (nb - 1.0) * b.stddev().powi(2))
+        / (na + nb - 2.0))
+        .sqrt();
+    if pooled == 0.0 {
+        return None;
+    }
+    let j = 1.0 - 3.0 / (4.0 * (na + nb) - 9.0);
+    Some(j * (b.mean() - a.mean()) / pooled)
+}
+
+/// Holm's per-test thresholds: the p-value ranked i-th smallest (1-based,
+/// ties in input order) gets α/(m−i+1).
+pub fn holm_thresholds(pvalues: &[f64], alpha: f64) -> Vec<f64> {
+    let m = pvalues.len();
+    let mut out = vec![0.0; m];
+    for (rank, &i) in holm_order(pvalues).iter().enumerate() {
+        out[i] = alpha / (m - rank) as f64;
+    }
+    out
+}
+
+/// Indices of `pvalues` in ascending order (stable; NaN sorts last).
+fn holm_order(pvalues: &[f64]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..pvalues.len()).collect();
+    idx.sort_by(|&x, &y| pvalues[x].total_cmp(&pvalues[y]));
+    idx
+}
+
+/// Holm–Bonferroni step-down: which hypotheses are rejected at family-wise
+/// level `alpha`, in input order. A NaN p is never rejected, nor is any p
+/// ranked after the first that misses its threshold.
+pub fn holm(pvalues: &[f64], alpha: f64) -> Vec<bool> {
+    let thr = holm_thresholds(pvalues, alpha);
+    let mut out = vec![false; pvalues.len()];
+    for i in holm_order(pvalues) {
+        if pvalues[i] <= thr[i] {
+            out[i] = true;
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+/// Geometric mean of positive values; `None` when empty or any value is not
+/// positive and finite.
+pub fn geometric_mean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
 /// Pearson correlation of paired values; `None` for fewer than 3 pairs or a
@@ -367,6 +435,64 @@ mod tests {
         assert!(close(w.t, -2.225512, 1e-5), "{w:?}");
         assert!(close(w.df, 24.524635, 1e-5), "{w:?}");
         assert!(close(w.p_two_sided, 0.0354845, 1e-6), "{w:?}");
+    }
+
+    #[test]
+    fn hedges_g_and_welch_by_hand() {
+        // a = [1,2,3], b = [4,5,6]: means 2 and 5, s² = 1 each, so the
+        // pooled s_p = √((2·1+2·1)/4) = 1 and d = (5−2)/1 = 3;
+        // J = 1 − 3/(4·6−9) = 1 − 3/15 = 0.8, g = 2.4.
+        let a = Sample::new(vec![1.0, 2.0, 3.0]).unwrap();
+        let b = Sample::new(vec![4.0, 5.0, 6.0]).unwrap();
+        assert!(close(hedges_g(&a, &b).unwrap(), 2.4, 1e-12));
+        assert!(close(hedges_g(&b, &a).unwrap(), -2.4, 1e-12));
+        // Welch: t = (2−5)/√(1/3+1/3) = −3/√(2/3) = −3.674235, df =
+        // (2/3)²/((1/3)²/2·2) = 4. For 4 df the t CDF is closed-form,
+        // F(t) = 1/2 + (3/4)w − (1/4)w³ with w = t/√(4+t²), so two-sided
+        // p = 1 − 1.5w + 0.5w³; t² = 13.5, w = √(13.5/17.5) = 0.8783101,
+        // p = 1 − 1.3174651 + 0.3387767 = 0.0213116.
+        let w = welch(&a, &b).unwrap();
+        assert!(close(w.t, -3.674235, 1e-6), "{w:?}");
+        assert!(close(w.df, 4.0, 1e-12), "{w:?}");
+        assert!(close(w.p_two_sided, 0.0213116, 1e-6), "{w:?}");
+        // Unequal sizes: a = [1,3] (s² = 2), b = [2,4,6] (s² = 4):
+        // s_p = √((1·2+2·4)/3) = √(10/3) = 1.825742, d = 2/1.825742 =
+        // 1.095445, J = 1 − 3/11 = 0.727273, g = 0.796687.
+        let a = Sample::new(vec![1.0, 3.0]).unwrap();
+        let b = Sample::new(vec![2.0, 4.0, 6.0]).unwrap();
+        assert!(close(hedges_g(&a, &b).unwrap(), 0.796687, 1e-6));
+        let one = Sample::new(vec![1.0]).unwrap();
+        assert_eq!(hedges_g(&one, &b), None);
+        let flat = Sample::new(vec![2.0, 2.0]).unwrap();
+        assert_eq!(hedges_g(&flat, &flat), None);
+    }
+
+    #[test]
+    fn holm_worked_example() {
+        // m = 4 at α = 0.05, sorted: 0.005 ≤ 0.05/4 = 0.0125 rejected;
+        // 0.01 ≤ 0.05/3 = 0.01667 rejected; 0.03 > 0.05/2 = 0.025: stop, so
+        // 0.03 and 0.04 (≤ 0.05/1 on its own) are not rejected.
+        let p = [0.01, 0.04, 0.03, 0.005];
+        assert_eq!(holm(&p, 0.05), [true, false, false, true]);
+        let t = holm_thresholds(&p, 0.05);
+        let want = [0.05 / 3.0, 0.05, 0.025, 0.0125];
+        for (g, w) in t.iter().zip(want) {
+            assert!(close(*g, w, 1e-15), "{t:?}");
+        }
+        // Plain Bonferroni would reject only p ≤ 0.0125; Holm rejects all
+        // of [0.01, 0.02, 0.03] (0.01 ≤ 0.0167, 0.02 ≤ 0.025, 0.03 ≤ 0.05).
+        assert_eq!(holm(&[0.03, 0.01, 0.02], 0.05), [true, true, true]);
+        assert!(holm(&[], 0.05).is_empty());
+        assert_eq!(holm(&[f64::NAN, 0.001], 0.05), [false, true]);
+    }
+
+    #[test]
+    fn geometric_means() {
+        // √(2·8) = 4; ∛(1·2·4) = 2.
+        assert!(close(geometric_mean(&[2.0, 8.0]).unwrap(), 4.0, 1e-12));
+        assert!(close(geometric_mean(&[1.0, 2.0, 4.0]).unwrap(), 2.0, 1e-12));
+        assert_eq!(geometric_mean(&[]), None);
+        assert_eq!(geometric_mean(&[1.0, 0.0]), None);
     }
 
     #[test]
