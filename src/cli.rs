@@ -42,6 +42,13 @@ pub enum Command {
     /// Rebuild a run's reports from its records alone.
     Report(ReportArgs),
 
+    /// Compare runs row by row: BASE against each OTHER (kernel before and
+    /// after a patch, PNID vs NB, one knob value vs another). Rows are
+    /// matched by their parameters (nodes as A/B of each run), with the
+    /// change, Welch's p, Hedges' g and Holm-Bonferroni significance.
+    /// Reads the records only; writes nothing.
+    Compare(CompareArgs),
+
     /// Trace tasks with the kernel's scheduler events: every migration
     /// classified by topology level and cause (load balance, wake-up, NUMA
     /// balancing), and the time spent on each node and LLC.
@@ -427,6 +434,16 @@ pub struct RunArgs {
 pub struct ReportArgs {
     /// A run directory (run.json + samples.jsonl).
     pub dir: PathBuf,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::Format,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run directories: BASE first, then one or more OTHER runs.
+    #[arg(value_name = "BASE OTHER...")]
+    pub runs: Vec<PathBuf>,
 
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::report::Format,

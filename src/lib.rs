@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod exec;
 pub mod experiment;

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["exec"],
     &["experiment", "jobs"],
     &["report"],
+    &["compare"],
     &["cli"],
     &["commands"],
 ];

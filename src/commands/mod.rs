@@ -2,6 +2,7 @@
 //! the terminal. Errors carry context (`anyhow`); `crate::error` maps them
 //! to exit codes.
 
+pub mod compare;
 pub mod jobs;
 pub mod load;
 pub mod probe;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Load(args) => load::run(&cli.sysfs_root, &args),
         Command::Run(args) => run::run(&cli.sysfs_root, &args),
         Command::Report(args) => report::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
         Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(),
