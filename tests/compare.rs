@@ -107,22 +107,32 @@ fn two_runs(tmp: &Path) -> (PathBuf, PathBuf) {
         nodes,
         ..Default::default()
     };
-    write_run(&base, spec(ExperimentSpec::default().blocks, vec![]), "6.8", 2, |p| {
-        match p {
+    write_run(
+        &base,
+        spec(ExperimentSpec::default().blocks, vec![]),
+        "6.8",
+        2,
+        |p| match p {
             "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![1.0, 1.1, 1.2],
             "PNID: -1 NB: 1 Mem: 1 CPU: F" => vec![1.0, 2.0, 3.0],
             _ => vec![1.0, 2.0, 3.0],
-        }
-    });
-    write_run(&other, spec(vec![block(-1, 1)], vec![1, 0]), "6.9-patched", 5, |p| {
-        match p {
-            // A and B swapped: this is BASE's "Mem: 0 CPU: 0".
-            "PNID: -1 NB: 1 Mem: 1 CPU: 1" => vec![2.0, 2.1, 2.2],
-            // BASE's "Mem: 1 CPU: F".
-            "PNID: -1 NB: 1 Mem: 0 CPU: F" => vec![4.0, 5.0, 6.0],
-            _ => vec![1.0, 2.0, 3.0],
-        }
-    });
+        },
+    );
+    write_run(
+        &other,
+        spec(vec![block(-1, 1)], vec![1, 0]),
+        "6.9-patched",
+        5,
+        |p| {
+            match p {
+                // A and B swapped: this is BASE's "Mem: 0 CPU: 0".
+                "PNID: -1 NB: 1 Mem: 1 CPU: 1" => vec![2.0, 2.1, 2.2],
+                // BASE's "Mem: 1 CPU: F".
+                "PNID: -1 NB: 1 Mem: 0 CPU: F" => vec![4.0, 5.0, 6.0],
+                _ => vec![1.0, 2.0, 3.0],
+            }
+        },
+    );
     (base, other)
 }
 
@@ -130,7 +140,10 @@ fn two_runs(tmp: &Path) -> (PathBuf, PathBuf) {
 fn rows_match_by_parameters_and_the_numbers_are_right() {
     let tmp = tempfile::tempdir().unwrap();
     let (base, other) = two_runs(tmp.path());
-    let runs = vec![compare::load(&base).unwrap(), compare::load(&other).unwrap()];
+    let runs = vec![
+        compare::load(&base).unwrap(),
+        compare::load(&other).unwrap(),
+    ];
     let c = compare::compare(&runs).unwrap();
     assert_eq!(c.rows.len(), 9, "only the NB 1 block is in both");
     assert_eq!(c.not_compared.len(), 27);
@@ -153,7 +166,10 @@ fn rows_match_by_parameters_and_the_numbers_are_right() {
     // Holm over the 9 rows: the smallest p must be <= 0.05/9 = 0.005556.
     assert!(v.significant);
     assert!(close(v.holm_threshold.unwrap(), 0.05 / 9.0, 1e-15));
-    assert_eq!((aa.base.cross_node, v.other.cross_node), (Some(2.0), Some(5.0)));
+    assert_eq!(
+        (aa.base.cross_node, v.other.cross_node),
+        (Some(2.0), Some(5.0))
+    );
 
     // B/F: [1,2,3] vs [4,5,6]: change +150%, p = 0.0213116 (see the stats
     // unit test), g = 2.4; second smallest p, threshold 0.05/8 = 0.00625:
@@ -178,9 +194,9 @@ fn rows_match_by_parameters_and_the_numbers_are_right() {
     assert_eq!(c.moves_source, "probe");
 
     assert!(
-        c.warnings
-            .iter()
-            .any(|w| w.contains("kernel differs") && w.contains("6.8") && w.contains("6.9-patched")),
+        c.warnings.iter().any(|w| w.contains("kernel differs")
+            && w.contains("6.8")
+            && w.contains("6.9-patched")),
         "{:?}",
         c.warnings
     );
@@ -210,10 +226,17 @@ fn compare_writes_nothing_and_warns_of_differences() {
     for f in ["text", "markdown", "csv", "json"] {
         let (code, out, err) = numalab(&["compare", b, o, "--format", f]);
         assert_eq!(code, 0, "{f}: {err}");
-        assert!(out.contains("Mem: A CPU: A") || f == "csv" && out.contains(",A,A,"), "{out}");
+        assert!(
+            out.contains("Mem: A CPU: A") || f == "csv" && out.contains(",A,A,"),
+            "{out}"
+        );
         assert!(err.contains("kernel differs"), "{err}");
     }
-    assert_eq!(before, snapshot(tmp.path()), "compare changed the directory");
+    assert_eq!(
+        before,
+        snapshot(tmp.path()),
+        "compare changed the directory"
+    );
 }
 
 #[test]
@@ -223,7 +246,10 @@ fn unusable_input_exits_2() {
     let b = base.to_str().unwrap();
     let (code, _, err) = numalab(&["compare", b]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("at least one OTHER") && err.contains(b), "{err}");
+    assert!(
+        err.contains("at least one OTHER") && err.contains(b),
+        "{err}"
+    );
 
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
@@ -242,7 +268,10 @@ fn unusable_input_exits_2() {
     let other = tmp.path().join("other");
     let (code, _, err) = numalab(&["compare", nb0.to_str().unwrap(), other.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no row matches") && err.contains("nb0"), "{err}");
+    assert!(
+        err.contains("no row matches") && err.contains("nb0"),
+        "{err}"
+    );
 
     // Matching rows with one sample each: nothing to compare, exit 2.
     let one = tmp.path().join("one");
@@ -255,4 +284,133 @@ fn unusable_input_exits_2() {
     let (code, _, err) = numalab(&["compare", nb0.to_str().unwrap(), one.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("at least 2 samples"), "{err}");
+}
+
+/// One block (PNID -1, NB 1), Mem A x CPU {A, F}, three samples a row:
+/// A/A [1,2,3] s vs [4,5,6] s (p 0.0213 < 0.05/2 = 0.025: marked), A/F the
+/// same in both (p = 1).
+fn small(tmp: &Path) -> compare::Comparison {
+    let spec = || ExperimentSpec {
+        samples: 3,
+        blocks: vec![block(-1, 1)],
+        mem: vec!["A".into()],
+        cpu: vec!["A".into(), "F".into()],
+        ..Default::default()
+    };
+    let (base, other) = (tmp.join("base"), tmp.join("other"));
+    write_run(&base, spec(), "6.8", 0, |_| vec![1.0, 2.0, 3.0]);
+    write_run(&other, spec(), "6.9", 1, |p| match p {
+        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![4.0, 5.0, 6.0],
+        _ => vec![1.0, 2.0, 3.0],
+    });
+    let runs = vec![
+        compare::load(&base).unwrap(),
+        compare::load(&other).unwrap(),
+    ];
+    compare::compare(&runs).unwrap()
+}
+
+fn rendered(f: Format) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = small(tmp.path());
+    render::render(&c, f)
+        .unwrap()
+        .replace(tmp.path().to_str().unwrap(), "TMP")
+}
+
+#[test]
+fn text_snapshot() {
+    assert_eq!(
+        rendered(Format::Text),
+        r#"BASE  TMP/base: kernel 6.8, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
+OTHER1 TMP/other: kernel 6.9, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
+warning: kernel differs: BASE TMP/base has 6.8, TMP/other has 6.9
+
+OTHER1 TMP/other vs BASE TMP/base
+Parameters                     n         BASE s   n        OTHER s   change        p      g       xnode       on-mem
+--------------------------------------------------------------------------------------------------------------------
+PNID: -1 NB: 1 Mem: A CPU: A   3   2.000 ±2.484   3   5.000 ±2.484  +150.0%  0.0213*  +2.40     0.0>1.0  100.0>100.0
+PNID: -1 NB: 1 Mem: A CPU: F   3   2.000 ±2.484   3   2.000 ±2.484    +0.0%   1.0000  +0.00     0.0>1.0  100.0>100.0
+summary: TMP/other: geometric mean of OTHER/BASE over 2 rows 1.5811 (+58.1%); significantly faster: 0, slower: 1
+
+* significant: Welch's two-sided p, Holm-Bonferroni over each OTHER's compared rows at alpha = 0.05: sort p ascending, reject while p_(i) <= alpha/(m-i+1).
+change = (OTHER-BASE)/BASE*100 of the mean time (the probe's timed loop, s, ±95% CI half-width); g = Hedges' g = J*(mean_O-mean_B)/s_pooled, J = 1-3/(4(n_B+n_O)-9), positive: OTHER slower.
+xnode: mean cross-node moves per sample; on-mem: mean % of time on the memory's node; BASE>OTHER, from the probe's own sampling of its CPU (not traced).
+"#
+    );
+}
+
+#[test]
+fn markdown_snapshot() {
+    assert_eq!(
+        rendered(Format::Markdown),
+        r#"# numalab compare
+
+- BASE  TMP/base: kernel 6.8, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
+- OTHER1 TMP/other: kernel 6.9, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
+
+> **warning:** kernel differs: BASE TMP/base has 6.8, TMP/other has 6.9
+
+## OTHER1 `TMP/other` vs BASE `TMP/base`
+
+| Parameters | n | BASE s | n | OTHER s | change | p | g | xnode | on-mem |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+| PNID: -1 NB: 1 Mem: A CPU: A | 3 | 2.000 ±2.484 | 3 | 5.000 ±2.484 | +150.0% | 0.0213\* | +2.40 | 0.0>1.0 | 100.0>100.0 |
+| PNID: -1 NB: 1 Mem: A CPU: F | 3 | 2.000 ±2.484 | 3 | 2.000 ±2.484 | +0.0% | 1.0000 | +0.00 | 0.0>1.0 | 100.0>100.0 |
+
+Summary: TMP/other: geometric mean of OTHER/BASE over 2 rows 1.5811 (+58.1%); significantly faster: 0, slower: 1
+
+\* significant: Welch's two-sided p, Holm-Bonferroni over each OTHER's compared rows at alpha = 0.05: sort p ascending, reject while p_(i) <= alpha/(m-i+1).
+
+change = (OTHER-BASE)/BASE\*100 of the mean time (the probe's timed loop, s, ±95% CI half-width); g = Hedges' g = J\*(mean_O-mean_B)/s_pooled, J = 1-3/(4(n_B+n_O)-9), positive: OTHER slower.
+
+xnode: mean cross-node moves per sample; on-mem: mean % of time on the memory's node; BASE>OTHER, from the probe's own sampling of its CPU (not traced).
+
+"#
+    );
+}
+
+#[test]
+fn csv_snapshot() {
+    assert_eq!(
+        rendered(Format::Csv),
+        r#"base_dir,other_dir,params,pnid,nb,mem,cpu,migration_cost_ns,knobs,base_row,other_row,base_n,base_mean_s,base_ci95_s,other_n,other_mean_s,other_ci95_s,change_pct,t,df,p,hedges_g,holm_threshold,significant,moves_source,base_cross_node,other_cross_node,base_on_mem_node_pct,other_on_mem_node_pct
+TMP/base,TMP/other,PNID: -1 NB: 1 Mem: A CPU: A,-1,1,A,A,,,0,0,3,2.0,2.4841377117503294,3,5.0,2.4841377117503294,150.0,3.6742346141747673,4.0,0.021311641128756775,2.4000000000000004,0.025,true,probe,0.0,1.0,100.0,100.0
+TMP/base,TMP/other,PNID: -1 NB: 1 Mem: A CPU: F,-1,1,A,F,,,1,1,3,2.0,2.4841377117503294,3,2.0,2.4841377117503294,0.0,0.0,4.0,1.0,0.0,0.05,false,probe,0.0,1.0,100.0,100.0
+"#
+    );
+}
+
+#[test]
+fn json_holds_every_number() {
+    let v: serde_json::Value = serde_json::from_str(&rendered(Format::Json)).unwrap();
+    assert_eq!(v["schema"], "numalab.compare/1");
+    assert_eq!(v["runs"][0]["dir"], "TMP/base");
+    assert_eq!(v["runs"][1]["kernel"], "6.9");
+    assert_eq!(
+        v["warnings"][0],
+        "kernel differs: BASE TMP/base has 6.8, TMP/other has 6.9"
+    );
+    assert_eq!(v["moves_source"], "probe");
+    let aa = &v["rows"][0];
+    assert_eq!(aa["params"], "PNID: -1 NB: 1 Mem: A CPU: A");
+    let vs = &aa["versus"][0];
+    assert_eq!(vs["significant"], true);
+    assert_eq!(vs["holm_threshold"], 0.025);
+    assert_eq!(vs["change_pct"], 150.0);
+    assert!(close(vs["p"].as_f64().unwrap(), 0.0213116, 1e-6));
+    assert!(close(vs["hedges_g"].as_f64().unwrap(), 2.4, 1e-9));
+    assert_eq!(vs["other"]["mean_s"], 5.0);
+    assert_eq!(aa["base"]["n"], 3);
+    let af = &v["rows"][1]["versus"][0];
+    assert_eq!(
+        (af["significant"].clone(), af["holm_threshold"].clone()),
+        (false.into(), 0.05.into())
+    );
+    assert_eq!(v["summaries"][0]["slower"], 1);
+    assert!(close(
+        v["summaries"][0]["geomean_ratio"].as_f64().unwrap(),
+        2.5f64.sqrt(),
+        1e-12
+    ));
 }

@@ -117,7 +117,11 @@ fn text(c: &Comparison) -> String {
     }
     let pw = c.rows.iter().map(|r| r.params.len()).max().unwrap_or(10);
     for run in 1..c.runs.len() {
-        let _ = writeln!(out, "\nOTHER{run} {} vs BASE {}", c.runs[run].dir, c.runs[0].dir);
+        let _ = writeln!(
+            out,
+            "\nOTHER{run} {} vs BASE {}",
+            c.runs[run].dir, c.runs[0].dir
+        );
         let head = format!(
             "{:<pw$} {:>3} {:>14} {:>3} {:>14} {:>8} {:>8} {:>6} {:>11} {:>12}",
             "Parameters", "n", "BASE s", "n", "OTHER s", "change", "p", "g", "xnode", "on-mem"
