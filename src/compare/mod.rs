@@ -290,17 +290,37 @@ fn differences(base: &LoadedRun, o: &LoadedRun) -> Vec<String> {
         .collect()
 }
 
-/// Rows of a run by key (first row of a key wins), with their records.
-fn by_key(r: &LoadedRun) -> BTreeMap<RowKey, (usize, Vec<&SampleRecord>)> {
+/// Rows of a run by key, with their records. Where two rows share a key
+/// (A = B on a one-node run: the B rows are the A rows' placement), the
+/// first row that is not skipped wins; the rows left out are counted per
+/// skip reason, so the comparison can say so.
+#[allow(clippy::type_complexity)]
+fn by_key(
+    r: &LoadedRun,
+) -> (
+    BTreeMap<RowKey, (usize, Vec<&SampleRecord>)>,
+    BTreeMap<String, usize>,
+) {
     let mut out: BTreeMap<RowKey, (usize, Vec<&SampleRecord>)> = BTreeMap::new();
+    let mut shadowed: BTreeMap<String, usize> = BTreeMap::new();
     for row in &r.meta.rows {
         let key = RowKey::of(row, r.meta.node_a, r.meta.node_b);
-        out.entry(key).or_insert_with(|| {
-            let recs = r.records.iter().filter(|s| s.row == row.id).collect();
-            (row.id, recs)
-        });
+        let recs = || r.records.iter().filter(|s| s.row == row.id).collect();
+        let left_out = match out.get(&key) {
+            None => {
+                out.insert(key, (row.id, recs()));
+                continue;
+            }
+            Some((id, _)) if r.meta.rows[*id].skip.is_some() && row.skip.is_none() => {
+                let old = out.insert(key, (row.id, recs()));
+                &r.meta.rows[old.expect("present").0]
+            }
+            Some(_) => row,
+        };
+        let why = left_out.skip.clone().unwrap_or_else(|| "duplicate".into());
+        *shadowed.entry(why).or_default() += 1;
     }
-    out
+    (out, shadowed)
 }
 
 /// Compares `runs[1..]` against `runs[0]`. Exit 2 when fewer than two runs
@@ -326,7 +346,7 @@ pub fn compare(runs: &[LoadedRun]) -> anyhow::Result<Comparison> {
     for o in others {
         warnings.extend(differences(base, o));
     }
-    let keyed: Vec<_> = runs.iter().map(by_key).collect();
+    let (keyed, shadowed): (Vec<_>, Vec<_>) = runs.iter().map(by_key).unzip();
     // BASE's rows in its order, then rows only the others have.
     let mut order: Vec<RowKey> = Vec::new();
     for r in runs {
@@ -356,14 +376,32 @@ pub fn compare(runs: &[LoadedRun]) -> anyhow::Result<Comparison> {
         }
         any_matched = true;
         let found: Vec<_> = keyed.iter().map(|k| &k[&key]).collect();
+        let skipped: Vec<(String, &str)> = runs
+            .iter()
+            .zip(&found)
+            .filter_map(|(r, (id, _))| {
+                Some((
+                    r.dir.display().to_string(),
+                    r.meta.rows[*id].skip.as_deref()?,
+                ))
+            })
+            .collect();
+        if let Some((_, first)) = skipped.first() {
+            // One reason said once when every run skipped the row for it.
+            let why = if skipped.len() == runs.len() && skipped.iter().all(|(_, w)| w == first) {
+                format!("skipped in every run: {first}")
+            } else {
+                let each: Vec<String> = skipped.iter().map(|(d, w)| format!("{d}: {w}")).collect();
+                format!("skipped ({})", each.join("; "))
+            };
+            not_compared.push(NotCompared { params, why });
+            continue;
+        }
         let few: Vec<String> = runs
             .iter()
             .zip(&found)
             .filter(|(_, (_, recs))| recs.len() < 2)
-            .map(|(r, (id, recs))| match &r.meta.rows[*id].skip {
-                Some(why) => format!("{} skipped: {why}", r.dir.display()),
-                None => format!("{} n={}", r.dir.display(), recs.len()),
-            })
+            .map(|(r, (_, recs))| format!("{} n={}", r.dir.display(), recs.len()))
             .collect();
         if !few.is_empty() {
             let why = format!("too few samples ({})", few.join(", "));
@@ -400,6 +438,18 @@ pub fn compare(runs: &[LoadedRun]) -> anyhow::Result<Comparison> {
             base: base_side.clone(),
             versus,
         });
+    }
+    for (r, sh) in runs.iter().zip(&shadowed) {
+        for (why, n) in sh {
+            not_compared.push(NotCompared {
+                params: format!("{n} more row(s) of {}", r.dir.display()),
+                why: format!(
+                    "the same parameters as a row above once nodes are named A/B (A={} B={}); \
+                     {why}",
+                    r.meta.node_a, r.meta.node_b
+                ),
+            });
+        }
     }
     let names = runs
         .iter()
