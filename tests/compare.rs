@@ -9,6 +9,7 @@ use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::probe::record::ProbeRecord;
 use numalab::report::Format;
 use numalab::topology::presets;
+use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +30,18 @@ fn write_run(
     spec: ExperimentSpec,
     kernel: &str,
     cross_node: u64,
+    times: impl Fn(&str) -> Vec<f64>,
+) {
+    write_traced_run(dir, spec, kernel, cross_node, None, times)
+}
+
+/// [`write_run`] with `trace` in every record (as `run --trace` writes).
+fn write_traced_run(
+    dir: &Path,
+    spec: ExperimentSpec,
+    kernel: &str,
+    cross_node: u64,
+    trace: Option<SampleTrace>,
     times: impl Fn(&str) -> Vec<f64>,
 ) {
     std::fs::create_dir_all(dir).unwrap();
@@ -72,7 +85,7 @@ fn write_run(
                 knobs_changed: Vec::new(),
                 wall_ns: 1,
                 probe: p,
-                trace: None,
+                trace: trace.clone(),
             };
             record::append_sample(dir, &rec).unwrap();
             seq += 1;
@@ -413,4 +426,58 @@ fn json_holds_every_number() {
         2.5f64.sqrt(),
         1e-12
     ));
+}
+
+/// Traced runs: moves and time on the memory's node come from the kernel
+/// trace, not the probe's sampling; differing probe parameters warn.
+#[test]
+fn traced_runs_use_the_trace_and_probe_differences_warn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = || ExperimentSpec {
+        samples: 2,
+        blocks: vec![block(-1, 0)],
+        mem: vec!["A".into()],
+        cpu: vec!["F".into()],
+        ..Default::default()
+    };
+    let trace = |cross, pct| {
+        let mut t = SampleTrace {
+            task: Default::default(),
+            events: 10,
+            lost_events: 0,
+            missing_events: Vec::new(),
+        };
+        t.task.migrations.cross_node = cross;
+        t.task.residency.on_mem_node_pct = Some(pct);
+        Some(t)
+    };
+    let (base, other) = (tmp.path().join("base"), tmp.path().join("other"));
+    write_traced_run(&base, spec(), "6.8", 9, trace(3, 80.0), |_| vec![1.0, 2.0]);
+    let mut big = spec();
+    big.probe.size = numalab::units::Size(512 << 20);
+    write_traced_run(&other, big, "6.8", 9, trace(1, 95.0), |_| vec![1.0, 3.0]);
+    let runs = vec![
+        compare::load(&base).unwrap(),
+        compare::load(&other).unwrap(),
+    ];
+    let c = compare::compare(&runs).unwrap();
+    assert_eq!(c.moves_source, "trace");
+    let r = &c.rows[0];
+    assert_eq!(
+        (r.base.cross_node, r.versus[0].other.cross_node),
+        (Some(3.0), Some(1.0))
+    );
+    assert_eq!(
+        (r.base.on_mem_node_pct, r.versus[0].other.on_mem_node_pct),
+        (Some(80.0), Some(95.0))
+    );
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].starts_with("probe parameters differ: BASE"),
+        "{:?}",
+        c.warnings
+    );
+    assert!(render::render(&c, Format::Text)
+        .unwrap()
+        .contains("the kernel's trace"));
 }

@@ -282,7 +282,12 @@ fn differences(base: &LoadedRun, o: &LoadedRun) -> Vec<String> {
         .filter(|(_, x, y)| x != y)
         .map(|(what, x, y)| {
             format!(
-                "{what} differs: BASE {} has {x}, {} has {y}",
+                "{what} {}: BASE {} has {x}, {} has {y}",
+                if what.ends_with('s') {
+                    "differ"
+                } else {
+                    "differs"
+                },
                 base.dir.display(),
                 o.dir.display()
             )
