@@ -442,7 +442,7 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Run directories: BASE first, then one or more OTHER runs.
-    #[arg(value_name = "BASE OTHER...")]
+    #[arg(value_name = "DIR")]
     pub runs: Vec<PathBuf>,
 
     #[arg(long, value_enum, default_value = "text")]
