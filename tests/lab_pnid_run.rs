@@ -8,7 +8,8 @@
 //!
 //! What the patch guarantees is asserted: the forced node is what the
 //! kernel reports as preferred in every PNID sample, the no-fault cell
-//! really scans nothing while the NB cells do. How many cross-node moves each
+//! runs under its knobs and scans nothing, while a probe long enough for
+//! the default scan delay is scanned. How many cross-node moves each
 //! cell makes under emulation is measured and printed with its 95% CI and
 //! Welch's p, and documented (docs/preferred-node.md), not asserted: TCG
 //! guests have four vCPUs and uniform memory, and the seed's magnitudes
@@ -17,7 +18,7 @@
 
 mod common;
 
-use common::{lab, sections};
+use common::{lab, record, sections};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -36,6 +37,19 @@ head() {{ printf 'samples = {samples}\nload = 60\nmem = ["%s"]\ncpu = ["F"]\n[pr
 {{ head F; printf '[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = -1\nnb = 0\n'; }} > /tmp/f.toml
 numalab run --spec /tmp/a.toml --trace --out /tmp/a >/tmp/a.txt 2>&1; echo "a rc=$?"
 numalab run --spec /tmp/f.toml --trace --out /tmp/f >/tmp/f.txt 2>&1; echo "f rc=$?"
+# NB's scanner with the default knobs and with the no-fault ones, on probes
+# long enough (48 passes, several seconds of CPU) that the default scan
+# delay (1 s of the task's CPU time) surely passes.
+D=/sys/kernel/debug/sched/numa_balancing
+echo 1 > /proc/sys/kernel/numa_balancing
+numalab probe --size 16M --counts 48 --json > /tmp/scan-default.json
+for k in scan_delay_ms scan_period_min_ms scan_period_max_ms; do
+    cat $D/$k > /tmp/$k.orig; echo 4294967295 > $D/$k
+done
+numalab probe --size 16M --counts 48 --json > /tmp/scan-nofault.json
+for k in scan_delay_ms scan_period_min_ms scan_period_max_ms; do cat /tmp/$k.orig > $D/$k; done
+echo @@scandefault; cat /tmp/scan-default.json
+echo @@scannofault; cat /tmp/scan-nofault.json
 echo @@areport; cat /tmp/a.txt
 echo @@freport; cat /tmp/f.txt
 echo @@ameta; cat /tmp/a/run.json
@@ -180,11 +194,25 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
         nofault.iter().all(|&q| q == 0),
         "no-fault cell scanned: {nofault:?}"
     );
-    let default = scan("PNID  0 NB 1 Mem A");
-    assert!(
-        default.iter().any(|&q| q > 0),
-        "NB 1 never scanned: {default:?}"
-    );
+    // The contrast that makes the check above mean something: with the
+    // default knobs a long probe's address space is scanned, with the
+    // no-fault knobs it is not. (A 3 s sample may end before the default
+    // 1 s scan delay has passed, so the short cells cannot show this.)
+    let seq = |name: &str| record(&s, name)["numa"]["sched"]["numa_scan_seq"].as_i64();
+    assert!(seq("scandefault").unwrap_or(0) > 0, "{}", s["scandefault"]);
+    assert_eq!(seq("scannofault"), Some(0), "{}", s["scannofault"]);
+    for x in jsonl(&s["asamples"]) {
+        let knobs = &x["knobs"];
+        if knobs
+            .get("/sys/kernel/debug/sched/numa_balancing/scan_delay_ms")
+            .is_some()
+        {
+            assert_eq!(
+                knobs["/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"], "4294967295",
+                "the no-fault sample ran under its knobs: {knobs}"
+            );
+        }
+    }
 
     let mut table = String::from(
         "cell                              n   x-node moves/sample   % time away from A\n",
