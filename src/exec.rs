@@ -157,17 +157,8 @@ pub fn run(
     let watch_only = children.is_empty();
     let mut last_trace = Instant::now();
     let ended = loop {
-        let mut done = 0;
-        for c in children.iter_mut() {
-            if c.reaped.is_none() {
-                if let Some(r) = crate::sys::try_reap(c.pid as i32)
-                    .with_context(|| format!("waiting for child {}", c.pid))?
-                {
-                    c.reaped = Some((r, started.elapsed().as_nanos() as u64));
-                }
-            }
-            done += usize::from(c.reaped.is_some());
-        }
+        poll_reap(&mut children, started);
+        let done = children.iter().filter(|c| c.reaped.is_some()).count();
         tick(done, children.len(), started.elapsed());
         if watch_only {
             let gone = tracer.as_ref().is_none_or(|t| {
