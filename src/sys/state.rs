@@ -330,8 +330,18 @@ impl StateLock {
             if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(no(e));
             }
+            // The holder writes who it is just after it takes the lock: a
+            // command that lost the race by microseconds may find the file
+            // still empty, so it looks again for up to 100 ms.
             let mut holder = String::new();
-            let _ = f.read_to_string(&mut holder);
+            for _ in 0..50 {
+                holder.clear();
+                let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
+                if !holder.trim().is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
             let holder = holder.trim();
             return Err(usage(format!(
                 "another numalab is changing system state ({}; lock {}): one at a time; \
