@@ -37,7 +37,7 @@ pub enum Command {
     /// Run the experiment matrix of the Preferred Node Affinity RFC (PNID x
     /// NB x Mem x CPU, many samples per row, under background load) and
     /// print its table. Records go to --out as JSON lines.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 
     /// Rebuild a run's reports from its records alone.
     Report(ReportArgs),
@@ -345,7 +345,8 @@ pub struct RunArgs {
     pub spec: Option<PathBuf>,
 
     /// Continue the interrupted run in DIR (its spec and order are reused).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["spec", "out"])]
+    #[arg(long, value_name = "DIR",
+          conflicts_with_all = ["spec", "out", "backend", "preset", "topology", "profile"])]
     pub resume: Option<PathBuf>,
 
     /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
@@ -428,6 +429,30 @@ pub struct RunArgs {
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
     #[arg(long, value_name = "NUMBER[:LAYOUT]")]
     pub pnid_prctl: Option<String>,
+
+    /// Where samples come from: `host` runs the probe on this machine under
+    /// real load; `sim` simulates each sample (scheduler, load balancer, NUMA
+    /// balancing, the PNID patch) on this machine's topology or on
+    /// --preset/--topology, in seconds, without root and changing nothing.
+    /// Same records and reports; see docs/sim.md.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+
+    /// --backend sim: the machine to simulate (default: this one).
+    #[command(flatten)]
+    pub source: TopologySource,
+
+    /// --backend sim: the hardware profile, a built-in (xeon-8167m,
+    /// epyc-7551, lab-tcg, generic) or a TOML file (docs/sim.md); default:
+    /// the preset's own, else generic.
+    #[arg(long, value_name = "NAME|FILE.toml")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    Host,
+    Sim,
 }
 
 #[derive(Debug, Args, Clone)]

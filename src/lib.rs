@@ -18,6 +18,7 @@ pub mod load;
 pub mod paths;
 pub mod probe;
 pub mod report;
+pub mod sim;
 pub mod stats;
 pub mod sys;
 pub mod topology;

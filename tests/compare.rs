@@ -64,6 +64,7 @@ fn write_traced_run(
         knobs_at_start: BTreeMap::new(),
         start_unix_s: 1,
         end_unix_s: Some(2),
+        sim: None,
     };
     record::write_meta(dir, &meta).unwrap();
     let mut probe: ProbeRecord =
@@ -87,7 +88,7 @@ fn write_traced_run(
                 probe: p,
                 trace: trace.clone(),
             };
-            record::append_sample(dir, &rec).unwrap();
+            record::append_sample(dir, &rec, true).unwrap();
             seq += 1;
         }
     }

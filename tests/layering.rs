@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["topology"],
     &["error"],
     &["sys", "paths"],
-    &["analysis", "load"],
+    &["analysis", "load", "sim"],
     &["probe"],
     &["trace"],
     &["exec"],

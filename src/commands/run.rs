@@ -1,8 +1,9 @@
-//! `numalab run`: spec -> host backend -> records -> reports.
+//! `numalab run`: spec -> backend (host or sim) -> records -> reports.
 
-use crate::cli::RunArgs;
+use crate::cli::{BackendKind, RunArgs};
 use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
+use crate::experiment::simulated::Sim;
 use crate::experiment::spec::{ExperimentSpec, PnidRef};
 use crate::experiment::{record, runner};
 use crate::report::{self, Format};
@@ -111,16 +112,31 @@ fn default_out() -> PathBuf {
 }
 
 pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
+    let resumed = match &a.resume {
+        Some(dir) => Some(record::read_meta(dir)?),
+        None => None,
+    };
+    let sim = match &resumed {
+        Some(m) => m.backend == "sim",
+        None => a.backend == BackendKind::Sim,
+    };
+    if sim {
+        return run_sim(sysfs_root, a, resumed);
+    }
+    if a.source.preset.is_some() || a.source.topology.is_some() || a.profile.is_some() {
+        return Err(usage(
+            "--preset, --topology and --profile choose the simulated machine: add --backend sim",
+        ));
+    }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
-    let (dir, spec) = match &a.resume {
-        Some(dir) => {
-            let meta = record::read_meta(dir)?;
+    let (dir, spec) = match (&a.resume, resumed) {
+        (Some(dir), Some(meta)) => {
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
             crate::paths::check_output_dir(dir, "--resume")?;
             (dir.clone(), meta.spec)
         }
-        None => {
+        _ => {
             let spec = build_spec(a)?;
             spec.rows(&topo)?; // every spec error before anything changes
             let dir = a.out.clone().unwrap_or_else(default_out);
@@ -153,15 +169,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         }
     }
     if a.resume.is_none() {
-        let meta = runner::create(&backend, &topo, spec, &dir)?;
-        let skipped = meta.rows.iter().filter(|r| r.skip.is_some()).count();
-        eprintln!(
-            "run: {} rows ({} skipped), {} samples planned, records in {}",
-            meta.rows.len(),
-            skipped,
-            meta.planned_samples,
-            dir.display()
-        );
+        announce(&runner::create(&backend, &topo, spec, &dir)?, &dir);
     }
     let out = runner::execute(
         &mut backend as &mut dyn Backend,
@@ -172,13 +180,103 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         &mut report::observer::ExportObserver::for_terminal(&dir),
     )?;
     drop(guard);
-    let meta = record::read_meta(&dir)?;
-    let found = record::read_samples(&dir, &meta)?;
+    finish(&dir, out)
+}
+
+/// `run --backend sim`: the same spec, records and reports, on a simulated
+/// machine; nothing on this one changes, so no lock and no journal.
+fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> anyhow::Result<()> {
+    let (dir, spec, topo, source, profile) = match (&a.resume, resumed) {
+        (Some(dir), Some(meta)) => {
+            let sm = meta.sim.clone().ok_or_else(|| {
+                usage(format!(
+                    "{}: a sim run without its `sim` metadata",
+                    dir.display()
+                ))
+            })?;
+            if sm.model_version != crate::sim::MODEL_VERSION {
+                return Err(usage(format!(
+                    "{} was simulated by model {}; this numalab has model {}: start a new run",
+                    dir.display(),
+                    sm.model_version,
+                    crate::sim::MODEL_VERSION
+                )));
+            }
+            let topo = crate::topology::Topology::from_json(&sm.topology.to_string(), "run.json")?;
+            record::read_samples(dir, &meta)?.require_clean()?;
+            crate::paths::check_output_dir(dir, "--resume")?;
+            (dir.clone(), meta.spec, topo, sm.topology_source, sm.profile)
+        }
+        _ => {
+            let topo = super::topo::load(sysfs_root, &a.source)?;
+            let source = match (&a.source.preset, &a.source.topology) {
+                (Some(p), _) => format!("preset {p}"),
+                (_, Some(f)) => format!("file {}", f.display()),
+                _ => "this machine".to_string(),
+            };
+            let name = a.profile.clone().unwrap_or_else(|| {
+                crate::sim::profile::default_for_preset(a.source.preset.as_deref().unwrap_or(""))
+                    .to_string()
+            });
+            let profile = crate::sim::Profile::load(&name)?;
+            if a.pnid_prctl.is_some() {
+                return Err(usage("--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID patch built in"));
+            }
+            let spec = build_spec(a)?;
+            spec.rows(&topo)?;
+            let dir = a.out.clone().unwrap_or_else(default_out);
+            record::check_new_run_dir(&dir)?;
+            (dir, spec, topo, source, profile)
+        }
+    };
+    let stop = Stop::on_signals()?;
+    let mut backend = Sim::new(&topo, &source, profile, spec.load)?;
+    let mut guard = Guard::inert(&dir);
+    if a.resume.is_none() {
+        eprintln!(
+            "run: simulating {} ({}) with profile {}",
+            topo.cpu_model.as_deref().unwrap_or("a machine"),
+            source,
+            backend.profile().name
+        );
+        announce(&runner::create(&backend, &topo, spec, &dir)?, &dir);
+    }
+    let out = runner::execute(
+        &mut backend as &mut dyn Backend,
+        &topo,
+        &dir,
+        &mut guard,
+        &stop,
+        &mut report::observer::ExportObserver::for_terminal(&dir),
+    )?;
+    finish(&dir, out)
+}
+
+fn announce(meta: &record::RunMeta, dir: &Path) {
+    let skipped = meta.rows.iter().filter(|r| r.skip.is_some()).count();
+    eprintln!(
+        "run: {} rows ({} skipped), {} samples planned, records in {}",
+        meta.rows.len(),
+        skipped,
+        meta.planned_samples,
+        dir.display()
+    );
+}
+
+/// The report of a finished (or stopped) run, and how to go on.
+fn finish(dir: &Path, out: runner::Outcome) -> anyhow::Result<()> {
+    let meta = record::read_meta(dir)?;
+    let found = record::read_samples(dir, &meta)?;
     let text = report::render_noted(&meta, &found.records, &found.notes(), Format::Text);
     print!("{text}");
     if out.probe_wall_ns > 0 {
+        let what = if meta.backend == "sim" {
+            "simulated probes"
+        } else {
+            "probe processes"
+        };
         println!(
-            "\norchestration: run wall {:.1} s / probe processes {:.1} s = {:.3} (timed loops {:.1} s: {:.3})",
+            "\norchestration: run wall {:.1} s / {what} {:.1} s = {:.3} (timed loops {:.1} s: {:.3})",
             out.run_wall_ns as f64 / 1e9,
             out.probe_wall_ns as f64 / 1e9,
             out.run_wall_ns as f64 / out.probe_wall_ns as f64,

@@ -42,6 +42,11 @@ pub trait Backend {
     fn knob_writable(&self, path: &str) -> bool {
         state::writable(path)
     }
+    /// Adds what the backend knows about itself to a new run's metadata.
+    fn describe(&self, _meta: &mut super::record::RunMeta) {}
+    /// Told the rows and the (row, sample) pairs still to run, in order,
+    /// before the first sample (the simulator batches samples ahead).
+    fn plan(&mut self, _rows: &[Row], _todo: &[(usize, u32)]) {}
     /// Sets the row's knobs (journaled in `guard`).
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()>;
     /// Runs one sample. When `stop` is set it abandons the sample and

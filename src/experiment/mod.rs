@@ -2,7 +2,8 @@
 //! many samples per row, interleaved, each a fresh probe under background
 //! load, with system knobs set per row and always restored.
 //!
-//! spec ([`spec`]) -> plan ([`plan`]) -> backend ([`backend`]) -> records
+//! spec ([`spec`]) -> plan ([`plan`]) -> backend ([`backend`]: the host,
+//! or the simulator in [`simulated`]) -> records
 //! ([`record`]) -> reports (`crate::report`).
 
 pub mod backend;
@@ -10,4 +11,5 @@ pub mod knobs;
 pub mod plan;
 pub mod record;
 pub mod runner;
+pub mod simulated;
 pub mod spec;

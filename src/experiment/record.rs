@@ -37,6 +37,23 @@ pub struct RunMeta {
     pub planned_samples: u64,
     pub start_unix_s: u64,
     pub end_unix_s: Option<u64>,
+    /// The simulated machine of a `sim` run (absent for host runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimMeta>,
+}
+
+/// What a simulated run ran on: enough to resume it and to say what the
+/// numbers are a prediction of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimMeta {
+    /// [`crate::sim::MODEL_VERSION`] of the simulator that wrote it.
+    pub model_version: u32,
+    /// "preset NAME", "file PATH" or "this machine".
+    pub topology_source: String,
+    /// The simulated topology (`numalab topo --json` format).
+    pub topology: serde_json::Value,
+    /// The hardware profile, in full.
+    pub profile: crate::sim::Profile,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -361,7 +378,7 @@ pub fn drop_torn_tail(found: &SamplesFile) -> anyhow::Result<()> {
 }
 
 /// Appends one sample as a JSON line and fsyncs it.
-pub fn append_sample(dir: &Path, rec: &SampleRecord) -> anyhow::Result<()> {
+pub fn append_sample(dir: &Path, rec: &SampleRecord, sync: bool) -> anyhow::Result<()> {
     let p = samples_path(dir);
     let mut line = serde_json::to_vec(rec)?;
     line.push(b'\n');
@@ -371,9 +388,23 @@ pub fn append_sample(dir: &Path, rec: &SampleRecord) -> anyhow::Result<()> {
         .open(&p)
         .and_then(|mut f| {
             f.write_all(&line)?;
-            f.sync_data()
+            if sync {
+                f.sync_data()?;
+            }
+            Ok(())
         })
         .with_context(|| format!("appending a sample to {}", p.display()))
+}
+
+/// Flushes the records to disk (after appends without `sync`).
+pub fn sync_samples(dir: &Path) -> anyhow::Result<()> {
+    let p = samples_path(dir);
+    match std::fs::File::open(&p) {
+        Ok(f) => f.sync_data(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+    .with_context(|| format!("syncing {}", p.display()))
 }
 
 #[cfg(test)]
@@ -405,7 +436,7 @@ mod tests {
             trace: None,
         })
         .unwrap();
-        let e = append_sample(&dir, &rec).unwrap_err();
+        let e = append_sample(&dir, &rec, true).unwrap_err();
         assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
         let found = SamplesFile {
             path: samples_path(&dir),

@@ -39,6 +39,9 @@ pub trait RunObserver {
     fn on_finish(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()>;
 }
 
+/// Records are fsynced per sample unless samples come faster than this.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 #[derive(Debug)]
 pub struct Outcome {
     pub dir: PathBuf,
@@ -108,7 +111,10 @@ pub fn create(
         knobs_at_start: knobs,
         start_unix_s: now_s(),
         end_unix_s: None,
+        sim: None,
     };
+    let mut meta = meta;
+    backend.describe(&mut meta);
     std::fs::create_dir_all(dir)
         .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
     record::write_meta(dir, &meta)?;
@@ -146,9 +152,14 @@ pub fn execute(
         .collect();
     let planned = order.len() as u64;
     observer.on_plan(&meta, &found, todo.len() as u64)?;
+    backend.plan(
+        &meta.rows,
+        &todo.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+    );
     let mut samples = found.records;
     let started = Instant::now();
     let (mut probe_wall, mut probe_loop) = (0u64, 0u64);
+    let mut last_sync = Instant::now() - SYNC_EVERY;
     for (seq, (row_id, sample)) in todo {
         if stop.is_set() {
             break;
@@ -183,10 +194,18 @@ pub fn execute(
             probe,
             trace,
         };
-        record::append_sample(dir, &rec)?;
+        // Each sample reaches the disk before the next starts, unless
+        // samples come faster than every SYNC_EVERY (the simulator): then
+        // at most that much work is lost to a crash, and recomputed.
+        let sync = last_sync.elapsed() >= SYNC_EVERY;
+        record::append_sample(dir, &rec, sync)?;
+        if sync {
+            last_sync = Instant::now();
+        }
         samples.push(rec);
         observer.on_sample(&meta, &samples)?;
     }
+    record::sync_samples(dir)?;
     let run_wall_ns = started.elapsed().as_nanos() as u64;
     guard.restore()?;
     if samples.len() as u64 >= planned && meta.end_unix_s.is_none() {

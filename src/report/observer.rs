@@ -24,7 +24,15 @@ pub struct ExportObserver {
     notes: Vec<String>,
     progress: bool,
     bar: Option<ProgressBar>,
+    /// When the exports were last rewritten.
+    exported: Option<std::time::Instant>,
 }
+
+/// Exports are rewritten after a sample at most this often (and always at
+/// the end): a host sample takes seconds, so each one still shows at once,
+/// while a simulated run of thousands of samples does not spend its time
+/// rewriting reports.
+const EXPORT_EVERY: std::time::Duration = std::time::Duration::from_millis(1000);
 
 impl ExportObserver {
     /// Exports into `dir`; a progress bar only when `progress`.
@@ -34,6 +42,7 @@ impl ExportObserver {
             notes: Vec::new(),
             progress,
             bar: None,
+            exported: None,
         }
     }
 
@@ -91,6 +100,10 @@ impl RunObserver for ExportObserver {
         if let Some(b) = &self.bar {
             b.set_position(samples.len() as u64);
         }
+        if self.exported.is_some_and(|t| t.elapsed() < EXPORT_EVERY) {
+            return Ok(());
+        }
+        self.exported = Some(std::time::Instant::now());
         super::write_exports(&self.dir, meta, samples, &self.notes)
     }
 

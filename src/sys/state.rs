@@ -396,7 +396,9 @@ impl StateLock {
 /// Changes knobs and tracing state, journaled first, restored when dropped.
 /// Holding the [`StateLock`] is what makes a guard possible.
 pub struct Guard {
-    lock: StateLock,
+    /// None for a run that changes nothing (the simulator): every change
+    /// is refused.
+    lock: Option<StateLock>,
     path: PathBuf,
     journal: Journal,
     active: bool,
@@ -412,8 +414,19 @@ impl Guard {
     pub fn with_root(lock: StateLock, run_dir: &Path, root: &Path) -> Guard {
         Guard {
             path: journal_path(lock.dir()),
-            lock,
+            lock: Some(lock),
             journal: Journal::empty(root, run_dir),
+            active: false,
+        }
+    }
+
+    /// A guard for a run that changes no system state (the simulator): no
+    /// lock, no journal, and any change it is asked for is an error.
+    pub fn inert(run_dir: &Path) -> Guard {
+        Guard {
+            path: PathBuf::new(),
+            lock: None,
+            journal: Journal::empty(Path::new("/"), run_dir),
             active: false,
         }
     }
@@ -425,10 +438,13 @@ impl Guard {
 
     /// The state directory this guard holds the lock of.
     pub fn state_dir(&self) -> &Path {
-        self.lock.dir()
+        self.lock.as_ref().map_or(Path::new(""), StateLock::dir)
     }
 
     fn journal_change(&mut self, change: impl FnOnce(&mut Journal)) -> anyhow::Result<()> {
+        if self.lock.is_none() {
+            anyhow::bail!("internal error: a run that changes no system state was asked to");
+        }
         change(&mut self.journal);
         self.journal.check().map_err(usage)?;
         self.journal.write(&self.path)?;
@@ -529,7 +545,9 @@ impl Guard {
         let done = self.journal.restore()?;
         std::fs::remove_file(&self.path)
             .with_context(|| format!("removing {}", self.path.display()))?;
-        sync_dir(self.lock.dir())?;
+        if let Some(lock) = &self.lock {
+            sync_dir(lock.dir())?;
+        }
         self.journal.originals.clear();
         self.journal.tracefs_instances.clear();
         self.journal.mounted_tracefs = None;

@@ -1,0 +1,503 @@
+//! The simulator as a backend (`run --backend sim`): each sample of a row is
+//! one [`crate::sim`] sample, turned into the same probe record and trace a
+//! host sample has, so reports, compare and plots work on it unchanged.
+//!
+//! The simulated kernel is 6.12 with our PNID patch: every knob it models
+//! (numa_balancing, migration_cost_ns, the NUMA scan knobs) can be set, and
+//! a row naming another knob is skipped with that reason. Nothing on the
+//! host changes. Samples are simulated ahead in batches on every core, each
+//! from its own seed (the run's seed, the row, the sample index), so a
+//! result depends neither on order nor on threads, and a resumed run gets
+//! the samples a whole run would have had.
+
+use super::backend::{row_knobs, Backend, Capabilities, Sampled};
+use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
+use crate::analysis::{self, Migration, Segment};
+use crate::probe::record::{
+    Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
+};
+use crate::probe::{pnid, CpuPlacement, MemPlacement, ProbeSpec, ThpMode};
+use crate::sim::numa::{MemPolicy, NumaKnobs};
+use crate::sim::{Cause, Machine, Profile, SampleResult, SampleSpec, Simulator, MODEL_VERSION};
+use crate::sys::signals::Stop;
+use crate::sys::state::{self, Guard};
+use crate::topology::Topology;
+use crate::trace::analyze::{Causes, NumaActivity, TaskTrace};
+use crate::trace::record::SampleTrace;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Knob paths the simulator models, with the simulated kernel's defaults.
+const SCAN: &str = "/sys/kernel/debug/sched/numa_balancing";
+
+fn defaults() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (state::NUMA_BALANCING.to_string(), "1".to_string()),
+        (state::MIGRATION_COST.to_string(), "500000".to_string()),
+        (format!("{SCAN}/scan_delay_ms"), "1000".to_string()),
+        (format!("{SCAN}/scan_period_min_ms"), "1000".to_string()),
+        (format!("{SCAN}/scan_period_max_ms"), "60000".to_string()),
+        (format!("{SCAN}/scan_size_mb"), "256".to_string()),
+    ])
+}
+
+/// What the run records about the simulated machine (run.json `sim`).
+pub fn kernel_label(profile: &Profile) -> String {
+    format!(
+        "sim model {MODEL_VERSION}: Linux 6.12 + PNID patch{}, profile {}",
+        if profile.kernel.ni_random {
+            ""
+        } else {
+            " without NI_RANDOM"
+        },
+        profile.name
+    )
+}
+
+pub struct Sim {
+    sim: Simulator,
+    source: String,
+    topo: Topology,
+    threads: usize,
+    /// Planned (row, sample) pairs not yet handed out, in run order.
+    todo: VecDeque<(usize, u32)>,
+    ready: BTreeMap<(usize, u32), Sampled>,
+    rows: Vec<Row>,
+    handed: BTreeMap<usize, u32>,
+}
+
+impl Sim {
+    /// `source` says where the topology came from, for run.json.
+    pub fn new(
+        topo: &Topology,
+        source: &str,
+        profile: Profile,
+        load_percent: f64,
+    ) -> anyhow::Result<Sim> {
+        let machine = Machine::new(topo)?;
+        let period = crate::load::DEFAULT_PERIOD_MS * 1e6;
+        Ok(Sim {
+            sim: Simulator::new(machine, profile, load_percent, period),
+            source: source.to_string(),
+            topo: topo.clone(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            todo: VecDeque::new(),
+            ready: BTreeMap::new(),
+            rows: Vec::new(),
+            handed: BTreeMap::new(),
+        })
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.sim.profile
+    }
+
+    fn node_index(&self, id: u32) -> anyhow::Result<usize> {
+        self.sim
+            .machine
+            .node_ids
+            .iter()
+            .position(|&n| n == id)
+            .ok_or_else(|| anyhow::anyhow!("node {id} has no CPUs in the simulated machine"))
+    }
+
+    fn sample_spec(
+        &self,
+        row: &Row,
+        spec: &ExperimentSpec,
+        index: u32,
+    ) -> anyhow::Result<SampleSpec> {
+        let m = &self.sim.machine;
+        let allowed: Vec<usize> = match row.cpu {
+            RowCpu::Node(n) => m.node_cpus[self.node_index(n)?].clone(),
+            RowCpu::Float => (0..m.len()).collect(),
+        };
+        let mem = match &row.mem {
+            RowMem::Node(n) => MemPolicy::Bind(self.node_index(*n)?),
+            RowMem::Interleave(s) => MemPolicy::Interleave(
+                s.iter()
+                    .map(|n| self.node_index(n))
+                    .collect::<Result<_, _>>()?,
+            ),
+            RowMem::Float => MemPolicy::Float,
+        };
+        let knobs = row_knobs(row)?;
+        let num = |name: &str, dflt: f64| {
+            knobs
+                .get(&format!("{SCAN}/{name}"))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(dflt)
+        };
+        let p = &spec.probe;
+        let per_iter = match p.pattern {
+            crate::probe::Pattern::GatherAdd => (p.size.bytes() / 24).max(1),
+            _ => (p.size.bytes() / 8).max(1),
+        };
+        Ok(SampleSpec {
+            allowed,
+            mem,
+            forced: if row.pnid >= 0 {
+                Some(self.node_index(row.pnid as u32)?)
+            } else {
+                None
+            },
+            numa: NumaKnobs {
+                enabled: row.nb > 0,
+                scan_delay_ms: num("scan_delay_ms", 1000.0),
+                scan_period_min_ms: num("scan_period_min_ms", 1000.0),
+                scan_period_max_ms: num("scan_period_max_ms", 60000.0),
+                scan_size_mb: num("scan_size_mb", 256.0),
+            },
+            migration_cost_ns: row.migration_cost_ns.unwrap_or(500_000) as f64,
+            load_percent: spec.load,
+            period_ns: crate::load::DEFAULT_PERIOD_MS * 1e6,
+            buffer_bytes: p.size.bytes(),
+            page_bytes: if p.thp == ThpMode::On { 2 << 20 } else { 4096 },
+            accesses_per_iteration: per_iter,
+            iterations: p.counts,
+            seed: seed_of(spec.seed, row.id, index),
+        })
+    }
+
+    /// Simulates the next batch of planned samples, `first` among them.
+    fn fill(
+        &mut self,
+        rows: &[Row],
+        spec: &ExperimentSpec,
+        first: (usize, u32),
+    ) -> anyhow::Result<()> {
+        let mut batch = vec![first];
+        // Big enough that the workers rarely wait for the records of a batch.
+        let want = self.threads * 16;
+        batch.extend(
+            self.todo
+                .iter()
+                .copied()
+                .filter(|p| *p != first && !self.ready.contains_key(p))
+                .take(want - 1),
+        );
+        let specs: Vec<SampleSpec> = batch
+            .iter()
+            .map(|&(r, i)| self.sample_spec(&rows[r], spec, i))
+            .collect::<anyhow::Result<_>>()?;
+        let results = self.sim.samples(&specs, self.threads);
+        for (((r, i), res), ss) in batch.into_iter().zip(results).zip(&specs) {
+            let rec = self.records(&rows[r], spec, ss, &res)?;
+            self.ready.insert((r, i), rec);
+        }
+        Ok(())
+    }
+
+    fn records(
+        &self,
+        row: &Row,
+        spec: &ExperimentSpec,
+        ss: &SampleSpec,
+        res: &SampleResult,
+    ) -> anyhow::Result<Sampled> {
+        let m = &self.sim.machine;
+        let id = |c: usize| m.ids[c];
+        let node_id = |n: usize| m.node_ids[n];
+        let probe_spec = ProbeSpec {
+            pattern: spec.probe.pattern,
+            size_bytes: spec.probe.size.bytes(),
+            counts: spec.probe.counts,
+            cpu: match row.cpu {
+                RowCpu::Node(n) => CpuPlacement::Node(n),
+                RowCpu::Float => CpuPlacement::Float,
+            },
+            mem: match &row.mem {
+                RowMem::Node(n) => MemPlacement::Bind(*n),
+                RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
+                RowMem::Float => MemPlacement::Float,
+            },
+            pnid: (row.pnid >= 0).then_some(row.pnid),
+            pnid_prctl: None,
+            thp: spec.probe.thp,
+            observe_every: 0,
+        };
+        let pages: BTreeMap<u32, u64> = res
+            .pages_after_warm_up
+            .iter()
+            .enumerate()
+            .filter(|(_, &p)| p > 0)
+            .map(|(n, &p)| (node_id(n), p))
+            .collect();
+        let total_pages: u64 = pages.values().sum();
+        let mem_node = pages
+            .iter()
+            .find(|(_, &p)| p * 2 > total_pages)
+            .map(|(&n, _)| n);
+        let all: Vec<Migration> = res
+            .moves
+            .iter()
+            .map(|mv| Migration {
+                t_ns: mv.t_ns,
+                from: id(mv.from),
+                to: id(mv.to),
+            })
+            .collect();
+        let in_loop: Vec<Migration> = all
+            .iter()
+            .copied()
+            .filter(|mv| mv.t_ns >= res.loop_start_ns)
+            .collect();
+        let segments = |ns: &[u64]| -> Vec<Segment> {
+            ns.iter()
+                .enumerate()
+                .filter(|(_, &v)| v > 0)
+                .map(|(c, &v)| Segment { cpu: id(c), ns: v })
+                .collect()
+        };
+        let mut start_first: Vec<Segment> = segments(&res.run_ns_loop);
+        // Residency's start node is its first segment's: put the CPU the
+        // loop started on first.
+        if let Some(pos) = start_first
+            .iter()
+            .position(|s| Some(s.cpu) == res.loop_start_cpu.map(id))
+        {
+            let s = start_first.remove(pos);
+            start_first.insert(0, s);
+        }
+        let residency = analysis::residency(&self.topo, mem_node, &start_first);
+        let total_ns: u64 = res.iterations_ns.iter().sum();
+        let accesses = ss.accesses_per_iteration * ss.iterations as u64;
+        let seen: crate::idset::IdSet = res
+            .run_ns
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v > 0)
+            .map(|(c, _)| id(c))
+            .collect();
+        let mut faults = BTreeMap::new();
+        for (n, &f) in res.numa_faults.iter().enumerate() {
+            if f > 0 {
+                faults.insert(
+                    node_id(n),
+                    crate::analysis::numastat::NodeFaults {
+                        task_private: Some(f),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        let sched = crate::analysis::NumaSched {
+            numa_scan_seq: Some(res.numa_scan_seq as i64),
+            numa_pages_migrated: Some(res.numa_pages_migrated),
+            numa_preferred_nid: Some(res.preferred.map_or(-1, |n| node_id(n) as i32)),
+            numa_preferred_nid_force: Some(ss.forced.map_or(-1, |n| node_id(n) as i32)),
+            total_numa_faults: Some(res.total_numa_faults),
+            current_node: Some(node_id(m.node[res.end_cpu]) as i32),
+            numa_group_id: Some(0),
+            faults,
+        };
+        let probe = ProbeRecord {
+            schema: crate::probe::record::SCHEMA.into(),
+            numalab_version: env!("CARGO_PKG_VERSION").into(),
+            spec: probe_spec,
+            host: Host {
+                kernel: Some(kernel_label(&self.sim.profile)),
+                cpu_model: self.topo.cpu_model.clone(),
+                num_cpus: m.len(),
+                topology_digest: self.topo.digest(),
+                hostname: None,
+            },
+            pid: 0,
+            start_unix_ns: 0,
+            timing: Timing {
+                accesses_per_iteration: ss.accesses_per_iteration,
+                iterations_ns: res.iterations_ns.clone(),
+                total_ns,
+                ns_per_access: total_ns as f64 / accesses.max(1) as f64,
+                warm_up_ns: res.warm_up_ns,
+                checksum: ss.seed,
+            },
+            thp: ThpReport {
+                advice: spec.probe.thp.name().into(),
+                system_enabled: None,
+                anon_huge_kb: None,
+            },
+            pnid: (row.pnid >= 0).then(|| PnidReport {
+                requested: row.pnid,
+                interface: pnid::Interface {
+                    option: 101,
+                    layout: pnid::Layout::Poc,
+                    evidence: "simulated kernel with the PNID patch".into(),
+                },
+                read_back: Some(row.pnid),
+            }),
+            placement: Placement {
+                page_size: ss.page_bytes,
+                pages_per_node: pages,
+                pages_unplaced: 0,
+                mem_node,
+                allowed_cpus: ss.allowed.iter().map(|&c| id(c)).collect(),
+                seen_cpus: seen,
+                matches_request: true,
+                mismatches: Vec::new(),
+            },
+            migrations: analysis::classify(&self.topo, mem_node, &in_loop),
+            migrations_whole: analysis::classify(&self.topo, mem_node, &all),
+            residency: residency.clone(),
+            observation: ObservationReport {
+                enabled: false,
+                check_every_accesses: 0,
+                start_mono_ns: 0,
+                kernel_migrations: Some(all.len() as u64),
+                end_ns: res.wall_ns,
+                start_cpu: id(res.start_cpu),
+                end_cpu: id(res.end_cpu),
+                loop_start_ns: res.loop_start_ns,
+                loop_end_ns: res.wall_ns,
+                changes: Vec::new(),
+            },
+            numa: Some(NumaReport {
+                sched,
+                vmstat_delta: BTreeMap::from([
+                    ("numa_hint_faults".to_string(), res.total_numa_faults),
+                    ("numa_pages_migrated".to_string(), res.numa_pages_migrated),
+                ]),
+                notes: Vec::new(),
+            }),
+        };
+        let trace = spec.trace.then(|| {
+            let mut causes = Causes::default();
+            let mut cross = Causes::default();
+            for mv in &res.moves {
+                let c = match mv.cause {
+                    Cause::NumaBalancing => &mut causes.numa_balancing,
+                    Cause::LoadBalance | Cause::Affinity => &mut causes.load_balance,
+                };
+                *c += 1;
+                if m.node[mv.from] != m.node[mv.to] {
+                    match mv.cause {
+                        Cause::NumaBalancing => cross.numa_balancing += 1,
+                        _ => cross.load_balance += 1,
+                    }
+                }
+            }
+            let mut whole = segments(&res.run_ns);
+            if let Some(pos) = whole.iter().position(|s| s.cpu == id(res.start_cpu)) {
+                let s = whole.remove(pos);
+                whole.insert(0, s);
+            }
+            SampleTrace {
+                task: TaskTrace {
+                    pid: 0,
+                    parent: None,
+                    mem_node,
+                    migrate_events: all.len() as u64,
+                    migrations: analysis::classify(&self.topo, mem_node, &all),
+                    causes,
+                    cross_node_causes: cross,
+                    numa: NumaActivity {
+                        move_numa: res.move_numa,
+                        swap_numa: 0,
+                        stick_numa: res.stick_numa,
+                    },
+                    residency: analysis::residency(&self.topo, mem_node, &whole),
+                    first_cpu: Some(id(res.start_cpu)),
+                    exited: true,
+                    moves: Vec::new(),
+                },
+                events: res.events,
+                lost_events: 0,
+                missing_events: Vec::new(),
+            }
+        });
+        let mut knobs = defaults();
+        for (k, v) in row_knobs(row)? {
+            knobs.insert(k, v);
+        }
+        Ok(Sampled {
+            probe,
+            wall_ns: res.wall_ns,
+            trace,
+            numa_balancing: Some(row.nb),
+            knobs,
+            knobs_changed: Vec::new(),
+        })
+    }
+}
+
+/// A sample's seed from the run's seed, its row and its index.
+pub fn seed_of(run_seed: u64, row: usize, index: u32) -> u64 {
+    let mut r = crate::sim::engine::Rng::new(run_seed ^ ((row as u64) << 32) ^ index as u64);
+    r.next_u64() ^ r.next_u64().rotate_left(17)
+}
+
+impl Backend for Sim {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            numa_balancing: Some(1),
+            can_set_numa_balancing: true,
+            migration_cost_ns: Some(500_000),
+            can_set_migration_cost: true,
+            pnid: Ok("simulated kernel with the PNID patch".into()),
+        }
+    }
+
+    fn describe(&self, meta: &mut super::record::RunMeta) {
+        meta.kernel = Some(kernel_label(&self.sim.profile));
+        meta.sim = Some(super::record::SimMeta {
+            model_version: MODEL_VERSION,
+            topology_source: self.source.clone(),
+            topology: serde_json::from_str(&self.topo.to_json()).unwrap_or(serde_json::Value::Null),
+            profile: self.sim.profile.clone(),
+        });
+    }
+
+    fn read_knob(&self, path: &str) -> Option<String> {
+        defaults().get(path).cloned()
+    }
+
+    fn knob_writable(&self, path: &str) -> bool {
+        defaults().contains_key(path)
+    }
+
+    fn plan(&mut self, rows: &[Row], todo: &[(usize, u32)]) {
+        self.rows = rows.to_vec();
+        self.todo = todo.iter().copied().collect();
+    }
+
+    fn prepare(&mut self, _row: &Row, _guard: &mut Guard) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn sample(
+        &mut self,
+        row: &Row,
+        spec: &ExperimentSpec,
+        stop: &Stop,
+        _guard: &mut Guard,
+    ) -> anyhow::Result<Sampled> {
+        if stop.is_set() {
+            return Err(stop.interrupted().into());
+        }
+        if self.rows.len() <= row.id || self.rows[row.id].id != row.id {
+            // Asked without a plan: this row is all it knows.
+            self.rows.resize(row.id + 1, row.clone());
+            self.rows[row.id] = row.clone();
+        }
+        // The runner asks in the planned order; a pair off the plan (never
+        // expected) gets the next index of its row.
+        let key = match self.todo.front() {
+            Some(&(r, i)) if r == row.id => {
+                self.todo.pop_front();
+                (r, i)
+            }
+            _ => (row.id, *self.handed.get(&row.id).unwrap_or(&0)),
+        };
+        self.handed.insert(row.id, key.1 + 1);
+        if !self.ready.contains_key(&key) {
+            let rows = std::mem::take(&mut self.rows);
+            let r = self.fill(&rows, spec, key);
+            self.rows = rows;
+            r?;
+        }
+        Ok(self.ready.remove(&key).expect("filled"))
+    }
+}

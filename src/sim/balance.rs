@@ -1,0 +1,332 @@
+//! Load balancing decisions for the probe, after kernel/sched/fair.c 6.12:
+//! update_sg_lb_stats / group_classify for the two groups that matter (the
+//! puller's and the probe's), find_busiest_group's early exits,
+//! calculate_imbalance with sibling_imbalance and adjust_numa_imbalance,
+//! can_migrate_task with task_hot and migrate_degrades_locality, and the
+//! nohz idle balancer's walk over idle CPUs.
+//!
+//! Only the probe can move: every worker is pinned, so the balancer's
+//! choice is whether the probe's group is imbalanced enough against the
+//! puller's, and whether the probe may go. When the kernel would pick
+//! another busiest group first, it finds only pinned workers there
+//! (LBF_ALL_PINNED) and retries without them; comparing the probe's group
+//! directly is where those retries end.
+
+use super::engine::{Cause, Engine};
+use super::machine::LevelKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// sched_balance_newidle(): failures do not count.
+    NewlyIdle,
+    /// Periodic balance of an idle CPU (nohz idle balance).
+    Idle,
+}
+
+/// A group's numbers as update_sg_lb_stats() would count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupStats {
+    pub weight: usize,
+    pub cores: usize,
+    pub nr_running: usize,
+    pub idle_cpus: usize,
+}
+
+impl GroupStats {
+    fn overloaded(&self) -> bool {
+        self.nr_running > self.weight
+    }
+    fn has_spare(&self) -> bool {
+        self.nr_running < self.weight
+    }
+}
+
+/// sibling_imbalance(): tasks to move so nr_running per core evens out.
+pub fn sibling_imbalance(busiest: &GroupStats, local: &GroupStats) -> i64 {
+    if busiest.nr_running == 0 {
+        return 0;
+    }
+    let (nb, nl) = (busiest.cores.max(1) as i64, local.cores.max(1) as i64);
+    if nb == nl {
+        return (busiest.nr_running as i64 - local.nr_running as i64).max(0);
+    }
+    let mut imb = (nl * busiest.nr_running as i64 - nb * local.nr_running as i64).max(0);
+    imb = (2 * imb + nl + nb) / (nl + nb);
+    if imb <= 1 && local.nr_running == 0 && busiest.nr_running > 1 {
+        imb = 2;
+    }
+    imb
+}
+
+/// Whether balancing a domain with these two groups moves a task from the
+/// busiest to the local one (find_busiest_group + calculate_imbalance for
+/// an idle destination).
+pub fn imbalanced(
+    local: &GroupStats,
+    busiest: &GroupStats,
+    prefer_sibling: bool,
+    numa: Option<u32>,
+) -> bool {
+    if busiest.overloaded() {
+        // Local has spare capacity: migrate_util / one task to an idle CPU.
+        return local.has_spare();
+    }
+    let sib = sibling_imbalance(busiest, local);
+    let forced = prefer_sibling && local.has_spare() && sib > 1;
+    if !forced {
+        if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+            return false;
+        }
+        if busiest.nr_running <= 1 {
+            return false;
+        }
+    }
+    let mut imb = if busiest.weight == 1 || prefer_sibling {
+        sib
+    } else {
+        (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
+    };
+    if let Some(imb_numa_nr) = numa {
+        // adjust_numa_imbalance(): keep a pair of tasks local while the
+        // destination is lightly loaded.
+        if (local.nr_running + 1) as u32 <= imb_numa_nr && imb <= 2 {
+            imb = 0;
+        }
+    }
+    (imb >> 1) >= 1
+}
+
+fn stats(e: &Engine, span: usize, has_probe: bool, t: f64) -> GroupStats {
+    let weight = e.m.span(span).len();
+    let busy = e.busy_count(span, t);
+    GroupStats {
+        weight,
+        cores: e.m.span_cores(span),
+        nr_running: busy + has_probe as usize,
+        // The probe only ever waits on a CPU whose worker is busy.
+        idle_cpus: weight - busy.min(weight),
+    }
+}
+
+/// should_we_balance(): of a group, only its first idle CPU on an idle
+/// core (else its first idle CPU, else its first CPU) runs the periodic
+/// balance of a domain; newly-idle balancing is open to all.
+fn should_we_balance(e: &Engine, x: usize, level: usize, group: usize, t: f64) -> bool {
+    let smt_level = matches!(e.m.domains[e.m.cpu_domains[x][level]].kind, LevelKind::Smt);
+    let idle = |c: usize| c != e.cur && !e.busy(c, t);
+    let mut idle_smt = None;
+    for &c in e.m.span(group) {
+        if !idle(c) {
+            continue;
+        }
+        if !smt_level && !e.m.siblings[c].iter().all(|&s| idle(s)) {
+            idle_smt.get_or_insert(c);
+            continue;
+        }
+        return c == x;
+    }
+    match idle_smt {
+        Some(c) => c == x,
+        None => e.m.span(group).first() == Some(&x),
+    }
+}
+
+/// migrate_degrades_locality(): 1 degrades, 0 improves, -1 no opinion.
+fn degrades_locality(e: &Engine, src: usize, dst: usize, numa_domain: bool, kind: Kind) -> i32 {
+    if !numa_domain || !e.numa.has_opinion() {
+        return -1;
+    }
+    let (sn, dn) = (e.m.node[src], e.m.node[dst]);
+    if sn == dn {
+        return -1;
+    }
+    let pref = e.numa.preferred;
+    if pref == Some(sn) {
+        // Leaving the preferred node degrades, unless every task on the
+        // source CPU prefers its node (nr_running == nr_preferred_running):
+        // the worker does too once NUMA balancing has placed it.
+        return if e.workers_prefer_own_node(e.t) {
+            -1
+        } else {
+            1
+        };
+    }
+    if pref == Some(dn) {
+        return 0;
+    }
+    if kind == Kind::Idle {
+        return -1;
+    }
+    (e.numa.faults_on(dn) < e.numa.faults_on(sn)) as i32
+}
+
+/// One balance attempt by CPU `x` at its domain of level `level` (an index
+/// into the machine's `cpu_domains[x]`): pulls the probe when the kernel
+/// would.
+pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
+    let t = e.t;
+    let cur = e.cur;
+    if !e.sharing() || !e.allowed[x] || x == cur {
+        return false;
+    }
+    let d = e.m.cpu_domains[x][level];
+    let dom = &e.m.domains[d];
+    // The probe's CPU has this domain at the same level (domains are shared
+    // by span and level).
+    let (lg, bg) = (e.m.cpu_group[x][level], e.m.cpu_group[cur][level]);
+    if lg == bg {
+        return false;
+    }
+    if kind == Kind::Idle && !should_we_balance(e, x, level, lg, t) {
+        // Another CPU of the group balances for it: out_balanced.
+        e.failed[x][level] = 0;
+        return false;
+    }
+    let local = stats(e, lg, false, t);
+    let busiest = stats(e, bg, true, t);
+    let numa = dom.is_numa().then_some(dom.imb_numa_nr);
+    if !imbalanced(&local, &busiest, dom.prefer_sibling, numa) {
+        // out_balanced: a balanced domain forgets its failures.
+        e.failed[x][level] = 0;
+        return false;
+    }
+    let nice = dom.cache_nice_tries;
+    let is_numa = dom.is_numa();
+    let failed = e.failed[x][level];
+    if e.probe_running(t) {
+        // can_migrate_task: task_on_cpu. The active balancer takes it
+        // after enough failed periodic attempts.
+        if kind == Kind::Idle {
+            if failed > nice + 2 {
+                e.failed[x][level] = 0;
+                e.move_to(x, Cause::LoadBalance);
+                return true;
+            }
+            e.failed[x][level] += 1;
+        }
+        return false;
+    }
+    let degrade = degrades_locality(e, cur, x, is_numa, kind);
+    let hot = match degrade {
+        -1 => t - e.last_ran(t) < e.migration_cost_ns(),
+        v => v == 1,
+    };
+    if !hot || (kind == Kind::Idle && failed > nice) {
+        e.failed[x][level] = 0;
+        e.move_to(x, Cause::LoadBalance);
+        return true;
+    }
+    if kind == Kind::Idle {
+        e.failed[x][level] += 1;
+    }
+    false
+}
+
+/// The probe's CPU ticks with two runnable tasks: nohz_balancer_kick()
+/// wakes the first idle CPU, which balances each idle CPU whose domains are
+/// due (from the one after it, wrapping, itself last). Only a CPU the probe
+/// may use, at the lowest level that spans the probe's CPU, can take it
+/// (lower levels do not see it; higher ones have it in the local group), so
+/// only those attempts are made.
+pub fn nohz_idle_balance(e: &mut Engine) {
+    let t = e.t;
+    let n = e.m.len();
+    let cur = e.cur;
+    let Some(ilb) = (0..n).find(|&c| c != cur && !e.busy(c, t)) else {
+        return;
+    };
+    let tick = 1e9 / e.p.kernel.hz as f64;
+    for k in 1..=n {
+        let y = (ilb + k) % n;
+        if y == cur || !e.allowed[y] || e.busy(y, t) {
+            continue;
+        }
+        let Some(level) = e.m.common_level(y, cur) else {
+            continue;
+        };
+        if t < e.next_balance[y][level] {
+            continue;
+        }
+        // Intervals are whole jiffies.
+        let d = e.m.cpu_domains[y][level];
+        let iv = ((e.m.domains[d].interval_ns as f64) / tick).ceil().max(1.0) * tick;
+        e.next_balance[y][level] = t + iv;
+        if try_pull(e, y, level, Kind::Idle) {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(weight: usize, cores: usize, nr: usize, idle: usize) -> GroupStats {
+        GroupStats {
+            weight,
+            cores,
+            nr_running: nr,
+            idle_cpus: idle,
+        }
+    }
+
+    #[test]
+    fn an_overloaded_cpu_gives_to_an_idle_sibling() {
+        // SMT level: groups are single CPUs; the probe's CPU has 2 tasks.
+        assert!(imbalanced(&g(1, 1, 0, 1), &g(1, 1, 2, 0), false, None));
+    }
+
+    #[test]
+    fn a_core_pulls_only_when_it_is_idle_as_a_whole() {
+        // MC level of an SMT machine: groups are cores of 2 CPUs.
+        assert!(imbalanced(&g(2, 1, 0, 2), &g(2, 1, 2, 1), true, None));
+        assert!(!imbalanced(&g(2, 1, 1, 1), &g(2, 1, 2, 1), true, None));
+    }
+
+    #[test]
+    fn numa_level_needs_two_more_runnable_tasks() {
+        // Two nodes of 52 CPUs, prefer_sibling from the LLC child.
+        assert!(!imbalanced(
+            &g(52, 26, 30, 22),
+            &g(52, 26, 31, 21),
+            true,
+            Some(2)
+        ));
+        assert!(imbalanced(
+            &g(52, 26, 29, 23),
+            &g(52, 26, 31, 21),
+            true,
+            Some(2)
+        ));
+        // A lightly loaded destination keeps a small imbalance.
+        assert!(!imbalanced(
+            &g(52, 26, 0, 52),
+            &g(52, 26, 2, 51),
+            true,
+            Some(2)
+        ));
+    }
+
+    #[test]
+    fn upper_numa_level_evens_idle_cpus() {
+        assert!(!imbalanced(
+            &g(64, 32, 38, 26),
+            &g(64, 32, 39, 25),
+            false,
+            Some(4)
+        ));
+        assert!(imbalanced(
+            &g(64, 32, 35, 29),
+            &g(64, 32, 39, 25),
+            false,
+            Some(4)
+        ));
+    }
+
+    #[test]
+    fn sibling_imbalance_normalises_by_cores() {
+        // (2 x (4x4 - 2x2) + 4 + 2) / (4 + 2), as the kernel rounds it.
+        assert_eq!(sibling_imbalance(&g(4, 2, 4, 0), &g(8, 4, 2, 6)), 5);
+        assert_eq!(sibling_imbalance(&g(2, 1, 2, 0), &g(2, 1, 0, 2)), 2);
+    }
+}

@@ -1,0 +1,679 @@
+//! One simulated sample: the probe (one CPU-bound task) among the pinned
+//! load workers, from exec to exit, as a discrete-event simulation. Events
+//! are ordered by (time, sequence): at each step every pending kind of
+//! event proposes its next time and the earliest wins, ties going to the
+//! lower sequence number (the order of [`Ev`]), so a seed gives one result.
+//!
+//! What moves the probe, after kernel/sched/fair.c (6.12):
+//! - newly-idle balancing (sched_balance_newidle): a worker of a CPU the
+//!   probe may use goes to sleep while the probe shares its CPU with that
+//!   CPU's worker; skipped when the CPU's average idle time is below
+//!   migration_cost_ns, as the kernel skips it;
+//! - nohz idle balancing: the probe's CPU ticks with two tasks runnable and
+//!   kicks the idle load balancer, which balances every idle CPU whose
+//!   domains are due (interval = span weight in ms), in CPU order from the
+//!   first idle CPU;
+//! - at each attempt [`super::balance`] decides as find_busiest_group and
+//!   calculate_imbalance do, and can_migrate_task refuses a running probe,
+//!   a cache-hot one (waited less than migration_cost_ns since it last
+//!   ran), or one whose move degrades NUMA locality, until the domain's
+//!   failures pass cache_nice_tries; beyond cache_nice_tries + 2 the
+//!   active balancer moves it even while it runs;
+//! - NUMA balancing ([`super::numa`]): numa_migrate_preferred() moves it to
+//!   an idle CPU of its preferred node.
+//!
+//! While the probe shares a CPU, it and the worker alternate in slices of
+//! the EEVDF base slice rounded up to a tick, the probe finishing the slice
+//! it is in first. Its speed comes from the profile's cache model: the
+//! node it runs on against where its pages are, its SMT sibling's worker,
+//! and after each move the refill of the caches it left.
+
+use super::balance::{self, Kind};
+use super::load::{IdleStarts, LoadModel};
+use super::machine::Machine;
+use super::numa::{MemPolicy, Numa, NumaKnobs};
+use super::profile::Profile;
+use crate::topology::Relation;
+
+/// Why the probe moved (the trace's causes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Affinity,
+    LoadBalance,
+    NumaBalancing,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Move {
+    pub t_ns: u64,
+    pub from: usize,
+    pub to: usize,
+    pub cause: Cause,
+}
+
+/// Everything one sample needs.
+#[derive(Debug, Clone)]
+pub struct SampleSpec {
+    /// CPU positions the probe may run on (its affinity).
+    pub allowed: Vec<usize>,
+    pub mem: MemPolicy,
+    /// The PNID patch's forced node (node index).
+    pub forced: Option<usize>,
+    pub numa: NumaKnobs,
+    pub migration_cost_ns: f64,
+    pub load_percent: f64,
+    pub period_ns: f64,
+    pub buffer_bytes: u64,
+    pub page_bytes: u64,
+    pub accesses_per_iteration: u64,
+    pub iterations: u32,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SampleResult {
+    pub moves: Vec<Move>,
+    /// Running time per CPU position, ns: whole life, and the timed loop.
+    pub run_ns: Vec<u64>,
+    pub run_ns_loop: Vec<u64>,
+    /// The CPU the timed loop started on.
+    pub loop_start_cpu: Option<usize>,
+    pub warm_up_ns: u64,
+    pub iterations_ns: Vec<u64>,
+    pub loop_start_ns: u64,
+    pub wall_ns: u64,
+    pub start_cpu: usize,
+    pub end_cpu: usize,
+    /// Buffer pages per node index after warm-up and at the end.
+    pub pages_after_warm_up: Vec<u64>,
+    pub pages_at_end: Vec<u64>,
+    pub numa_scan_seq: u64,
+    pub numa_pages_migrated: u64,
+    pub numa_faults: Vec<u64>,
+    pub total_numa_faults: u64,
+    pub preferred: Option<usize>,
+    pub move_numa: u64,
+    pub stick_numa: u64,
+    pub events: u64,
+}
+
+/// A small, fast, seedable generator (SplitMix64 output function).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// A stable pseudo-random value for (seed, a, b): the same event always
+/// gets the same jitter however often its time is proposed.
+fn hash3(seed: u64, a: u64, b: u64) -> f64 {
+    let mut r = Rng::new(seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.rotate_left(29));
+    r.unit()
+}
+
+/// Event kinds, in tie-break order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Phase,
+    CurLoad,
+    SiblingLoad,
+    NewIdle,
+    Tick,
+    NumaScan,
+}
+
+/// sched_domain's proportional-newidle counters (update_newidle_stats).
+#[derive(Debug, Clone, Copy)]
+struct NewIdleStats {
+    calls: u32,
+    success: u32,
+    ratio: u32,
+    /// Load time up to which calls are counted; None: not yet, and the
+    /// load has run long before the sample (start from a long history).
+    upto: Option<f64>,
+}
+
+impl Default for NewIdleStats {
+    fn default() -> Self {
+        // sd_init()'s starting values.
+        NewIdleStats {
+            calls: 512,
+            success: 256,
+            ratio: 512,
+            upto: None,
+        }
+    }
+}
+
+impl NewIdleStats {
+    /// One more call with `success` weighted pulls.
+    fn calls_plus(&mut self, success: u32) {
+        self.calls += 1;
+        self.success += success;
+        if self.calls >= 1024 {
+            self.ratio = self.success;
+            self.calls /= 2;
+            self.success /= 2;
+        }
+    }
+
+    /// Counts the failed calls of the idle periods since last time.
+    fn catch_up(&mut self, lt: f64, period: f64) {
+        let from = self.upto.unwrap_or(lt - 60e9);
+        let mut k = super::load::floor((lt - from) / period).max(0.0) as u64;
+        self.upto = Some(from + k as f64 * period);
+        while k > 0 {
+            let step = k.min((1024 - self.calls.min(1023)) as u64);
+            self.calls += step as u32;
+            k -= step;
+            if self.calls >= 1024 {
+                self.ratio = self.success;
+                self.calls /= 2;
+                self.success /= 2;
+            }
+        }
+    }
+}
+
+/// The earliest proposed event: (time, kind), ties to the lower kind.
+struct Next(f64, Ev);
+
+impl Next {
+    fn offer(&mut self, at: f64, ev: Ev) {
+        if at < self.0 || (at == self.0 && ev < self.1) {
+            self.0 = at;
+            self.1 = ev;
+        }
+    }
+}
+
+enum Phase {
+    WarmUp,
+    Loop(u32),
+    Done,
+}
+
+/// The simulator's state for one sample.
+pub struct Engine<'a> {
+    pub m: &'a Machine,
+    pub p: &'a Profile,
+    pub load: &'a LoadModel,
+    spec: &'a SampleSpec,
+    idle_starts: IdleStarts,
+    pub allowed: Vec<bool>,
+    rng: Rng,
+    /// Load time = sample time + shift.
+    shift: f64,
+    tick_ns: f64,
+    slice_ns: f64,
+    pub t: f64,
+    pub cur: usize,
+    /// Current sharing episode: (start, the probe's remaining slice).
+    share: Option<(f64, f64)>,
+    pub numa: Numa,
+    access_ns: Vec<f64>,
+    dram_ns: Vec<f64>,
+    /// Failed balance attempts per (CPU, domain index in its list).
+    pub failed: Vec<Vec<u32>>,
+    pub next_balance: Vec<Vec<f64>>,
+    /// NI_RANDOM state per (CPU, level): calls, weighted successes, ratio,
+    /// and the load time its calls were last counted to.
+    newidle: Vec<Vec<NewIdleStats>>,
+    res: SampleResult,
+    phase: Phase,
+    work_left: f64,
+    phase_start: f64,
+    warm_pages_done: f64,
+    buffer_pages: usize,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(
+        m: &'a Machine,
+        p: &'a Profile,
+        load: &'a LoadModel,
+        spec: &'a SampleSpec,
+    ) -> Engine<'a> {
+        let mut rng = Rng::new(spec.seed);
+        let shift = rng.unit() * load.period_ns;
+        let tick_ns = 1e9 / p.kernel.hz as f64;
+        // EEVDF base slice: 0.75 ms x (1 + log2(min(CPUs, 8))), enforced at
+        // the tick.
+        let factor = 1.0 + (m.len().clamp(1, 8) as f64).log2().floor();
+        let slice_ns = ((0.75e6 * factor) / tick_ns).ceil() * tick_ns;
+        let mut allowed = vec![false; m.len()];
+        spec.allowed.iter().for_each(|&c| allowed[c] = true);
+        let nodes = m.node_ids.len();
+        let page_bytes = spec.page_bytes.max(4096);
+        let buffer_pages = spec.buffer_bytes.div_ceil(page_bytes).max(1) as usize;
+        let other = (p.kernel.other_pages as u64 * 4096)
+            .div_ceil(page_bytes)
+            .max(1) as usize;
+        let numa = Numa::new(
+            spec.numa.clone(),
+            nodes,
+            buffer_pages,
+            other,
+            page_bytes / 4096,
+            &spec.mem,
+            spec.forced,
+        );
+        let levels = m.cpu_domains.iter().map(|d| d.len()).max().unwrap_or(0);
+        Engine {
+            idle_starts: IdleStarts::new(load, &spec.allowed),
+            m,
+            p,
+            load,
+            spec,
+            allowed,
+            rng,
+            shift,
+            tick_ns,
+            slice_ns,
+            t: 0.0,
+            cur: 0,
+            share: None,
+            numa,
+            access_ns: vec![0.0; nodes],
+            dram_ns: vec![0.0; nodes],
+            failed: vec![vec![0; levels]; m.len()],
+            next_balance: vec![vec![0.0; levels]; m.len()],
+            newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
+            res: SampleResult {
+                run_ns: vec![0; m.len()],
+                run_ns_loop: vec![0; m.len()],
+                ..Default::default()
+            },
+            phase: Phase::WarmUp,
+            work_left: buffer_pages as f64,
+            phase_start: 0.0,
+            warm_pages_done: 0.0,
+            buffer_pages,
+        }
+    }
+
+    /// Load time of sample time `t`.
+    pub fn lt(&self, t: f64) -> f64 {
+        t + self.shift
+    }
+
+    pub fn busy(&self, c: usize, t: f64) -> bool {
+        self.load.busy(c, self.lt(t))
+    }
+
+    pub fn busy_count(&self, span: usize, t: f64) -> usize {
+        self.load.busy_count(span, self.lt(t))
+    }
+
+    /// Whether the probe is on its CPU (not waiting behind the worker).
+    pub fn probe_running(&self, t: f64) -> bool {
+        match self.share {
+            None => true,
+            Some((s0, first)) => {
+                let dt = t - s0;
+                if dt < first {
+                    return true;
+                }
+                super::load::floor((dt - first) / self.slice_ns) as u64 % 2 == 1
+            }
+        }
+    }
+
+    /// When the probe last stopped running (for task_hot), while waiting.
+    pub fn last_ran(&self, t: f64) -> f64 {
+        match self.share {
+            None => t,
+            Some((s0, first)) => {
+                let dt = t - s0;
+                if dt < first {
+                    return t;
+                }
+                let k = super::load::floor((dt - first) / self.slice_ns);
+                s0 + first + k * self.slice_ns
+            }
+        }
+    }
+
+    /// Whether the load's workers prefer their own node by `t`: with NUMA
+    /// balancing on, a worker (a thread of the load process, pinned,
+    /// touching only its own stack) has local faults only, so its first
+    /// placement (after the scan delay and one scan period) makes its node
+    /// its preferred one, and it counts in nr_preferred_running.
+    pub fn workers_prefer_own_node(&self, t: f64) -> bool {
+        let k = &self.numa.knobs;
+        k.enabled && t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
+    }
+
+    pub fn migration_cost_ns(&self) -> f64 {
+        self.spec.migration_cost_ns
+    }
+
+    pub fn sharing(&self) -> bool {
+        self.share.is_some()
+    }
+
+    /// Time per access and mean DRAM latency from each node, for where
+    /// the pages are now.
+    fn recompute_access(&mut self) {
+        let nodes = self.m.node_ids.len();
+        let per_node = self.numa.buffer_pages_per_node().to_vec();
+        let total: u64 = per_node.iter().sum();
+        for n in 0..nodes {
+            let dram = if total == 0 {
+                self.p.dram_ns(10)
+            } else {
+                (0..nodes)
+                    .map(|k| per_node[k] as f64 * self.p.dram_ns(self.m.dist[n][k]))
+                    .sum::<f64>()
+                    / total as f64
+            };
+            self.dram_ns[n] = dram;
+            self.access_ns[n] = self.p.access_ns(self.spec.buffer_bytes, dram);
+        }
+    }
+
+    /// The probe's progress per ns now: accesses (or pages in warm-up).
+    fn speed(&self) -> f64 {
+        let share = if self.sharing() { 0.5 } else { 1.0 };
+        let smt = if self.m.siblings[self.cur]
+            .iter()
+            .any(|&s| self.busy(s, self.t))
+        {
+            self.p.cpu.smt_share
+        } else {
+            1.0
+        };
+        match self.phase {
+            Phase::WarmUp => self.p.kernel.touch_pages_per_us / 1000.0 * share * smt,
+            Phase::Loop(_) => share * smt / self.access_ns[self.m.node[self.cur]],
+            Phase::Done => 0.0,
+        }
+    }
+
+    /// Time the probe owes (cache refill, faults), as work at today's speed.
+    fn charge_ns(&mut self, ns: f64) {
+        let per = match self.phase {
+            Phase::WarmUp => 1000.0 / self.p.kernel.touch_pages_per_us,
+            Phase::Loop(_) => self.access_ns[self.m.node[self.cur]],
+            Phase::Done => return,
+        };
+        self.work_left += ns / per;
+    }
+
+    /// Moves the probe to CPU `to` at the current time.
+    pub fn move_to(&mut self, to: usize, cause: Cause) {
+        let from = self.cur;
+        if from == to {
+            return;
+        }
+        self.res.moves.push(Move {
+            t_ns: self.t as u64,
+            from,
+            to,
+            cause,
+        });
+        self.cur = to;
+        if cause == Cause::NumaBalancing {
+            self.res.move_numa += 1;
+        }
+        let rel = self.m.relation(from, to);
+        let dram = self.dram_ns[self.m.node[to]];
+        let refill = self.p.refill_ns(rel, self.spec.buffer_bytes, dram);
+        self.charge_ns(refill);
+        self.share = if self.busy(to, self.t) {
+            // Enqueued behind the running worker.
+            Some((self.t, 0.0))
+        } else {
+            None
+        };
+    }
+
+    /// Assigns first-touch nodes to warm-up pages touched so far.
+    fn place_warm_pages(&mut self, upto: f64) {
+        let from = self.warm_pages_done as usize;
+        let to = (upto as usize).min(self.buffer_pages);
+        let other = self.numa.other_pages;
+        let nodes = self.m.node_ids.len();
+        for i in from..to {
+            let node = match &self.spec.mem {
+                MemPolicy::Float => self.m.node[self.cur],
+                MemPolicy::Bind(n) => *n,
+                MemPolicy::Interleave(ns) => ns[i % ns.len().max(1)],
+            };
+            self.numa.place(other + i, node.min(nodes - 1));
+        }
+        self.warm_pages_done = upto.max(self.warm_pages_done);
+    }
+
+    /// Runs the sample to the probe's exit.
+    pub fn run(mut self) -> SampleResult {
+        let a = &self.spec.allowed;
+        // Exec places the task on an idle CPU (sched_balance_exec picks the
+        // idlest); then the probe sets its own affinity.
+        let idle: Vec<usize> = (0..self.m.len()).filter(|&c| !self.busy(c, 0.0)).collect();
+        let start = if idle.is_empty() {
+            self.rng.below(self.m.len())
+        } else {
+            idle[self.rng.below(idle.len())]
+        };
+        self.cur = start;
+        self.res.start_cpu = start;
+        let other = self.numa.other_pages;
+        let start_node = self.m.node[start];
+        (0..other).for_each(|p| self.numa.place(p, start_node));
+        if self.busy(start, 0.0) {
+            self.share = Some((0.0, 0.0));
+        }
+        if !self.allowed[start] {
+            // __set_cpus_allowed_ptr: any allowed CPU, idle ones first.
+            let idle_ok: Vec<usize> = a.iter().copied().filter(|&c| !self.busy(c, 0.0)).collect();
+            let to = if idle_ok.is_empty() {
+                a[self.rng.below(a.len())]
+            } else {
+                idle_ok[self.rng.below(idle_ok.len())]
+            };
+            self.move_to(to, Cause::Affinity);
+        }
+        self.recompute_access();
+        let mut guard = 0u64;
+        while !matches!(self.phase, Phase::Done) {
+            guard += 1;
+            if guard > 500_000_000 {
+                break; // a model bug, not a result: the caller sees no end
+            }
+            self.step();
+        }
+        self.res.end_cpu = self.cur;
+        self.res.wall_ns = self.t as u64;
+        self.res.pages_at_end = self.numa.buffer_pages_per_node().to_vec();
+        self.res.numa_scan_seq = self.numa.scan_seq;
+        self.res.numa_pages_migrated = self.numa.pages_migrated;
+        self.res.numa_faults = self.numa.faults().to_vec();
+        self.res.total_numa_faults = self.numa.total_faults;
+        self.res.preferred = self.numa.preferred;
+        self.res.events = guard;
+        self.res
+    }
+
+    fn step(&mut self) {
+        let t = self.t;
+        let v = self.speed();
+        let mut next = Next(
+            if v > 0.0 {
+                t + self.work_left.max(0.0) / v
+            } else {
+                f64::INFINITY
+            },
+            Ev::Phase,
+        );
+        next.offer(
+            self.load.next_transition(self.cur, self.lt(t)) - self.shift,
+            Ev::CurLoad,
+        );
+        if self.p.cpu.smt_share < 1.0 {
+            for &s in &self.m.siblings[self.cur] {
+                next.offer(
+                    self.load.next_transition(s, self.lt(t)) - self.shift,
+                    Ev::SiblingLoad,
+                );
+            }
+        }
+        let mut newidle_cpu = None;
+        if self.sharing() {
+            if let Some((at, c)) = self.idle_starts.next_after(self.lt(t), self.cur) {
+                let k = super::load::floor(at / self.load.period_ns) as u64;
+                let u = hash3(self.spec.seed, c as u64, k);
+                let j = -self.p.kernel.wakeup_jitter_us * 1e3 * (1.0 - u).ln();
+                let at = (at - self.shift + j).max(t);
+                newidle_cpu = Some(c);
+                next.offer(at, Ev::NewIdle);
+            }
+            next.offer(
+                (super::load::floor(t / self.tick_ns) + 1.0) * self.tick_ns,
+                Ev::Tick,
+            );
+        }
+        if self.numa.knobs.enabled && matches!(self.phase, Phase::Loop(_) | Phase::WarmUp) {
+            next.offer(self.numa.next_scan_ns.max(t), Ev::NumaScan);
+        }
+        let best = (next.0, next.1);
+        let (at, ev) = best;
+        let dt = (at - t).max(0.0);
+        // Progress and residency over [t, at).
+        let run_share = if self.sharing() { 0.5 } else { 1.0 };
+        self.res.run_ns[self.cur] += (dt * run_share) as u64;
+        if matches!(self.phase, Phase::Loop(_)) {
+            self.res.run_ns_loop[self.cur] += (dt * run_share) as u64;
+        }
+        self.work_left -= v * dt;
+        if matches!(self.phase, Phase::WarmUp) {
+            let done = self.buffer_pages as f64 - self.work_left.max(0.0);
+            self.place_warm_pages(done);
+        }
+        self.t = at;
+        match ev {
+            Ev::Phase => self.end_phase(),
+            Ev::CurLoad => {
+                self.share = if self.busy(self.cur, at + 1e-6) {
+                    // The probe finishes the slice it is in, then alternates.
+                    Some((at, self.rng.unit() * self.slice_ns))
+                } else {
+                    None
+                };
+            }
+            Ev::SiblingLoad => {}
+            Ev::NewIdle => {
+                let x = newidle_cpu.expect("newidle event has a CPU");
+                // sched_balance_newidle() gives up when the CPU's idle
+                // periods are shorter than migration_cost_ns.
+                let avg_idle = self.load.period_ns - self.load.busy_ns;
+                if avg_idle >= self.spec.migration_cost_ns && !self.busy(x, at) {
+                    if let Some(level) = self.m.common_level(x, self.cur) {
+                        if self.p.kernel.ni_random {
+                            let period = self.load.period_ns;
+                            let lt = self.lt(at);
+                            let u = self.rng.below(1024) as u32;
+                            let st = &mut self.newidle[x][level];
+                            // Every idle period of x made one call here; all
+                            // but the ones simulated found nothing to pull.
+                            st.catch_up(lt, period);
+                            st.calls_plus(0);
+                            let weight = 1 + st.ratio;
+                            if u <= weight {
+                                let pulled = balance::try_pull(self, x, level, Kind::NewlyIdle);
+                                let w = (1024 + weight / 2) / weight;
+                                let st = &mut self.newidle[x][level];
+                                // The roll's own call was counted above.
+                                st.success += w * pulled as u32;
+                            }
+                        } else {
+                            balance::try_pull(self, x, level, Kind::NewlyIdle);
+                        }
+                    }
+                }
+                // Past this worker's idle start, whatever happened.
+                self.t = at + 1e-3;
+            }
+            Ev::Tick => balance::nohz_idle_balance(self),
+            Ev::NumaScan => self.numa_scan(),
+        }
+        if self.share.is_some() && !self.busy(self.cur, self.t) {
+            self.share = None;
+        }
+    }
+
+    fn end_phase(&mut self) {
+        let t = self.t;
+        match self.phase {
+            Phase::WarmUp => {
+                self.place_warm_pages(self.buffer_pages as f64);
+                self.res.warm_up_ns = (t - self.phase_start) as u64;
+                self.res.pages_after_warm_up = self.numa.buffer_pages_per_node().to_vec();
+                self.res.loop_start_ns = t as u64;
+                self.res.loop_start_cpu = Some(self.cur);
+                self.recompute_access();
+                self.phase = Phase::Loop(0);
+            }
+            Phase::Loop(i) => {
+                self.res.iterations_ns.push((t - self.phase_start) as u64);
+                self.phase = if i + 1 >= self.spec.iterations {
+                    Phase::Done
+                } else {
+                    Phase::Loop(i + 1)
+                };
+            }
+            Phase::Done => return,
+        }
+        self.phase_start = t;
+        self.work_left = self.spec.accesses_per_iteration as f64;
+    }
+
+    fn numa_scan(&mut self) {
+        let node = self.m.node[self.cur];
+        let out = self.numa.scan(self.t, node);
+        let cost = out.faults as f64 / self.numa.base_per_page.max(1) as f64
+            * self.p.kernel.hint_fault_us
+            * 1e3
+            + out.migrated as f64 * self.p.kernel.page_migrate_us * 1e3;
+        if out.migrated > 0 {
+            self.recompute_access();
+        }
+        self.charge_ns(cost);
+        if let Some(target) = out.migrate_to {
+            // task_numa_migrate(): an idle allowed CPU of the node.
+            let idle: Vec<usize> = self.m.node_cpus[target]
+                .iter()
+                .copied()
+                .filter(|&c| self.allowed[c] && !self.busy(c, self.t))
+                .collect();
+            if idle.is_empty() {
+                self.res.stick_numa += 1;
+            } else {
+                let to = idle[self.rng.below(idle.len())];
+                self.move_to(to, Cause::NumaBalancing);
+            }
+        }
+    }
+
+    /// The relation of two CPU positions (for the balancer's tests).
+    pub fn relation(&self, a: usize, b: usize) -> Relation {
+        self.m.relation(a, b)
+    }
+}

@@ -1,0 +1,450 @@
+//! The simulated machine: a topology turned into what the scheduler sees,
+//! flat tables indexed by CPU position, and each CPU's sched domains built
+//! as kernel/sched/topology.c builds them: SMT (core siblings), MC (the
+//! LLC), PKG (the node, when it holds several LLCs), then one NUMA level per
+//! distinct SLIT distance, each level kept only where it spans more CPUs
+//! than the one below; groups are the child level's spans.
+//!
+//! Per domain it carries what load balancing reads: the balance interval
+//! (the span's weight in ms, sd_init), imbalance_pct, cache_nice_tries,
+//! whether the child prefers siblings, and imb_numa_nr
+//! (build_sched_domains' NUMA imbalance allowance).
+
+use crate::topology::{Relation, Topology};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelKind {
+    Smt,
+    Mc,
+    Pkg,
+    Numa(u32),
+}
+
+impl LevelKind {
+    pub fn name(&self) -> String {
+        match self {
+            LevelKind::Smt => "SMT".into(),
+            LevelKind::Mc => "MC".into(),
+            LevelKind::Pkg => "PKG".into(),
+            LevelKind::Numa(d) => format!("NUMA{d}"),
+        }
+    }
+}
+
+/// One sched domain (shared by every CPU whose domain it is).
+#[derive(Debug, Clone)]
+pub struct Domain {
+    pub kind: LevelKind,
+    /// Span id (see [`Machine::span`]).
+    pub span: usize,
+    /// The groups: span ids of the child level.
+    pub groups: Vec<usize>,
+    pub weight: usize,
+    pub imbalance_pct: u32,
+    pub cache_nice_tries: u32,
+    /// SD_PREFER_SIBLING on the child (every non-NUMA level has it).
+    pub prefer_sibling: bool,
+    pub imb_numa_nr: u32,
+    /// Idle balance interval, ns (sd->balance_interval = weight ms).
+    pub interval_ns: u64,
+}
+
+impl Domain {
+    pub fn is_numa(&self) -> bool {
+        matches!(self.kind, LevelKind::Numa(_))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub topo: Topology,
+    /// Online CPU ids; a CPU's position here is its index everywhere else.
+    pub ids: Vec<u32>,
+    pos: HashMap<u32, usize>,
+    /// Node index (into `node_ids`) per CPU.
+    pub node: Vec<usize>,
+    pub node_ids: Vec<u32>,
+    pub node_cpus: Vec<Vec<usize>>,
+    /// SLIT distance by node index.
+    pub dist: Vec<Vec<u32>>,
+    /// Other hardware threads of each CPU's core.
+    pub siblings: Vec<Vec<usize>>,
+    spans: Vec<Vec<usize>>,
+    span_cores: Vec<usize>,
+    pub domains: Vec<Domain>,
+    /// Per CPU, its domain ids from the lowest level up.
+    pub cpu_domains: Vec<Vec<usize>>,
+    /// Per CPU and level: the span of its group in its domain there (the
+    /// child level's span, or the CPU alone at the lowest level).
+    pub cpu_group: Vec<Vec<usize>>,
+    /// [`Machine::common_level`] for every pair, row-major.
+    common: Vec<u8>,
+}
+
+impl Machine {
+    pub fn new(topo: &Topology) -> anyhow::Result<Machine> {
+        let ids: Vec<u32> = topo.online_cpus().iter().collect();
+        if ids.is_empty() {
+            anyhow::bail!("the topology has no online CPUs to simulate");
+        }
+        let pos: HashMap<u32, usize> = ids.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let node_ids: Vec<u32> = topo
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect();
+        let nidx: HashMap<u32, usize> = node_ids.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let mut node = Vec::with_capacity(ids.len());
+        for &c in &ids {
+            let n = topo
+                .node_of_cpu(c)
+                .and_then(|n| nidx.get(&n).copied())
+                .ok_or_else(|| anyhow::anyhow!("CPU {c} has no node in the topology"))?;
+            node.push(n);
+        }
+        let node_cpus: Vec<Vec<usize>> = (0..node_ids.len())
+            .map(|n| (0..ids.len()).filter(|&i| node[i] == n).collect())
+            .collect();
+        let dist: Vec<Vec<u32>> = node_ids
+            .iter()
+            .map(|&a| {
+                node_ids
+                    .iter()
+                    .map(|&b| topo.distance(a, b).unwrap_or(if a == b { 10 } else { 20 }))
+                    .collect()
+            })
+            .collect();
+        let siblings: Vec<Vec<usize>> = ids
+            .iter()
+            .map(|&c| {
+                topo.cpu(c)
+                    .map(|x| {
+                        x.smt_siblings
+                            .iter()
+                            .filter(|&s| s != c)
+                            .filter_map(|s| pos.get(&s).copied())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut m = Machine {
+            topo: topo.clone(),
+            ids,
+            pos,
+            node,
+            node_ids,
+            node_cpus,
+            dist,
+            siblings,
+            spans: Vec::new(),
+            span_cores: Vec::new(),
+            domains: Vec::new(),
+            cpu_domains: Vec::new(),
+            cpu_group: Vec::new(),
+            common: Vec::new(),
+        };
+        m.build_domains();
+        Ok(m)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub fn pos(&self, id: u32) -> Option<usize> {
+        self.pos.get(&id).copied()
+    }
+
+    pub fn span(&self, id: usize) -> &[usize] {
+        &self.spans[id]
+    }
+
+    /// How many distinct spans (domains and groups) there are.
+    pub fn span_count(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Cores (SMT groups) in a span.
+    pub fn span_cores(&self, id: usize) -> usize {
+        self.span_cores[id]
+    }
+
+    pub fn relation(&self, a: usize, b: usize) -> Relation {
+        self.topo.relation(self.ids[a], self.ids[b])
+    }
+
+    /// SLIT distance between the nodes of two CPUs.
+    pub fn cpu_distance(&self, a: usize, b: usize) -> u32 {
+        self.dist[self.node[a]][self.node[b]]
+    }
+
+    /// The lowest domain of CPU `x` whose span holds CPU `c`.
+    pub fn lowest_common(&self, x: usize, c: usize) -> Option<usize> {
+        self.cpu_domains[x]
+            .iter()
+            .copied()
+            .find(|&d| self.spans[self.domains[d].span].binary_search(&c).is_ok())
+    }
+
+    /// The group of domain `d` that holds CPU `c`.
+    pub fn group_of(&self, d: usize, c: usize) -> Option<usize> {
+        self.domains[d]
+            .groups
+            .iter()
+            .copied()
+            .find(|&g| self.spans[g].binary_search(&c).is_ok())
+    }
+
+    fn intern(&mut self, table: &mut HashMap<Vec<usize>, usize>, span: Vec<usize>) -> usize {
+        if let Some(&id) = table.get(&span) {
+            return id;
+        }
+        let cores: BTreeSet<Option<usize>> = span
+            .iter()
+            .map(|&i| self.topo.cpu(self.ids[i]).and_then(|c| c.core))
+            .collect();
+        let id = self.spans.len();
+        self.span_cores.push(cores.len());
+        self.spans.push(span.clone());
+        table.insert(span, id);
+        id
+    }
+
+    fn build_domains(&mut self) {
+        let n = self.ids.len();
+        let mut distances: Vec<u32> = self
+            .dist
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|&d| d > 10)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        distances.sort();
+        // Per CPU: (kind, span) from the lowest level up.
+        let mut levels: Vec<Vec<(LevelKind, Vec<usize>)>> = Vec::with_capacity(n);
+        for c in 0..n {
+            let mut v: Vec<(LevelKind, Vec<usize>)> = Vec::new();
+            let mut push = |kind, mut span: Vec<usize>| {
+                span.sort_unstable();
+                span.dedup();
+                let below = v
+                    .last()
+                    .map_or(1, |(_, s): &(LevelKind, Vec<usize>)| s.len());
+                if span.len() > below {
+                    v.push((kind, span));
+                }
+            };
+            let mut smt = self.siblings[c].clone();
+            smt.push(c);
+            push(LevelKind::Smt, smt);
+            let cpu = self.topo.cpu(self.ids[c]);
+            let llc: Vec<usize> = cpu
+                .and_then(|x| x.llc)
+                .and_then(|l| self.topo.llc(l))
+                .map(|l| l.cpus.iter().filter_map(|i| self.pos(i)).collect())
+                .unwrap_or_else(|| vec![c]);
+            push(LevelKind::Mc, llc);
+            push(LevelKind::Pkg, self.node_cpus[self.node[c]].clone());
+            for &d in &distances {
+                let span: Vec<usize> = (0..n)
+                    .filter(|&x| self.dist[self.node[c]][self.node[x]] <= d)
+                    .collect();
+                push(LevelKind::Numa(d), span);
+            }
+            levels.push(v);
+        }
+        let mut table: HashMap<Vec<usize>, usize> = HashMap::new();
+        let mut dom_table: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        self.cpu_domains = vec![Vec::new(); n];
+        for c in 0..n {
+            let mut ids = Vec::new();
+            for (i, (kind, span)) in levels[c].iter().enumerate() {
+                let span_id = self.intern(&mut table, span.clone());
+                let key = (i, span_id);
+                if let Some(&d) = dom_table.get(&key) {
+                    ids.push(d);
+                    continue;
+                }
+                // Groups: each member's largest lower span inside this one.
+                let mut groups = BTreeSet::new();
+                for &x in span {
+                    let child = levels[x]
+                        .iter()
+                        .rev()
+                        .map(|(_, s)| s)
+                        .find(|s| s.len() < span.len() && s.iter().all(|y| span.contains(y)))
+                        .cloned()
+                        .unwrap_or_else(|| vec![x]);
+                    groups.insert(child);
+                }
+                let groups: Vec<usize> = groups
+                    .into_iter()
+                    .map(|g| self.intern(&mut table, g))
+                    .collect();
+                let child_kind = i.checked_sub(1).map(|j| levels[c][j].0);
+                let (imbalance_pct, cache_nice_tries) = match kind {
+                    LevelKind::Smt => (110, 0),
+                    LevelKind::Mc => (117, 1),
+                    LevelKind::Numa(_) => (117, 2),
+                    LevelKind::Pkg => (117, 1),
+                };
+                let d = Domain {
+                    kind: *kind,
+                    span: span_id,
+                    groups,
+                    weight: span.len(),
+                    imbalance_pct,
+                    cache_nice_tries,
+                    prefer_sibling: matches!(
+                        child_kind,
+                        Some(LevelKind::Smt | LevelKind::Mc | LevelKind::Pkg)
+                    ),
+                    imb_numa_nr: 1,
+                    interval_ns: span.len() as u64 * 1_000_000,
+                };
+                let id = self.domains.len();
+                self.domains.push(d);
+                dom_table.insert(key, id);
+                ids.push(id);
+            }
+            self.cpu_domains[c] = ids;
+        }
+        self.set_imb_numa_nr(&levels);
+        self.cpu_group = (0..n)
+            .map(|c| {
+                let doms = self.cpu_domains[c].clone();
+                (0..doms.len())
+                    .map(|i| match i {
+                        0 => self.intern(&mut table, vec![c]),
+                        _ => self.domains[doms[i - 1]].span,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut common = vec![u8::MAX; n * n];
+        for x in 0..n {
+            for c in 0..n {
+                if let Some(l) = self.find_common_level(x, c) {
+                    common[x * n + c] = l.min(254) as u8;
+                }
+            }
+        }
+        self.common = common;
+    }
+
+    /// The level (index into `cpu_domains[x]`) of the lowest domain of CPU
+    /// `x` whose span holds CPU `c`.
+    pub fn common_level(&self, x: usize, c: usize) -> Option<usize> {
+        match self.common[x * self.ids.len() + c] {
+            u8::MAX => None,
+            l => Some(l as usize),
+        }
+    }
+
+    fn find_common_level(&self, x: usize, c: usize) -> Option<usize> {
+        self.cpu_domains[x]
+            .iter()
+            .position(|&d| self.spans[self.domains[d].span].binary_search(&c).is_ok())
+    }
+
+    /// build_sched_domains(): the first domain above the LLC allows an
+    /// imbalance of its LLC count (or 1/8 of its weight with one LLC);
+    /// higher ones scale that by their weight over the first NUMA span.
+    fn set_imb_numa_nr(&mut self, levels: &[Vec<(LevelKind, Vec<usize>)>]) {
+        for (c, lv) in levels.iter().enumerate() {
+            let doms = self.cpu_domains[c].clone();
+            let (mut imb, mut imb_span) = (1u32, 1usize);
+            for (i, &d) in doms.iter().enumerate() {
+                let llc_child = i > 0
+                    && matches!(lv[i - 1].0, LevelKind::Smt | LevelKind::Mc)
+                    && !matches!(lv[i].0, LevelKind::Mc | LevelKind::Smt);
+                if llc_child {
+                    let child_w = self.domains[doms[i - 1]].weight;
+                    let w = self.domains[d].weight;
+                    let nr_llcs = w / child_w.max(1);
+                    imb = if nr_llcs == 1 {
+                        (w >> 3) as u32
+                    } else {
+                        nr_llcs as u32
+                    }
+                    .max(1);
+                    self.domains[d].imb_numa_nr = imb;
+                    imb_span = doms[i + 1..]
+                        .iter()
+                        .find(|&&p| self.domains[p].is_numa())
+                        .map_or(w, |&p| self.domains[p].weight);
+                } else if i > 0 {
+                    let factor = (self.domains[d].weight / imb_span.max(1)).max(1) as u32;
+                    self.domains[d].imb_numa_nr = imb * factor;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::presets;
+
+    fn kinds(m: &Machine, c: usize) -> Vec<(String, usize, usize)> {
+        m.cpu_domains[c]
+            .iter()
+            .map(|&d| {
+                let d = &m.domains[d];
+                (d.kind.name(), d.weight, d.groups.len())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn epyc_domains_are_the_kernels() {
+        let m = Machine::new(&presets::find("epyc-7551-8n").unwrap().topology()).unwrap();
+        assert_eq!(m.len(), 128);
+        let s = |k: &str, w, g| (k.to_string(), w, g);
+        assert_eq!(
+            kinds(&m, 0),
+            vec![
+                s("SMT", 2, 2),
+                s("MC", 8, 4),
+                s("PKG", 16, 2),
+                s("NUMA16", 64, 4),
+                s("NUMA32", 128, 2)
+            ]
+        );
+        let d = &m.cpu_domains[0];
+        assert_eq!(m.domains[d[2]].imb_numa_nr, 2, "PKG: 2 LLCs");
+        assert_eq!(m.domains[d[3]].imb_numa_nr, 2);
+        assert_eq!(m.domains[d[4]].imb_numa_nr, 4);
+        assert!(m.domains[d[3]].prefer_sibling && !m.domains[d[4]].prefer_sibling);
+        assert_eq!(m.domains[d[3]].cache_nice_tries, 2);
+    }
+
+    #[test]
+    fn xeon_has_smt_mc_numa() {
+        let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
+        let s = |k: &str, w, g| (k.to_string(), w, g);
+        assert_eq!(
+            kinds(&m, 0),
+            vec![s("SMT", 2, 2), s("MC", 52, 26), s("NUMA21", 104, 2)]
+        );
+        let top = m.cpu_domains[0][2];
+        assert_eq!(m.domains[top].imb_numa_nr, 2);
+        assert!(m.domains[top].prefer_sibling);
+        let c = m.pos(26).unwrap();
+        assert_eq!(m.lowest_common(0, c), Some(top));
+        assert_eq!(
+            m.group_of(top, c),
+            Some(m.cpu_domains[c][1]).map(|d| m.domains[d].span)
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! The simulator: the RFC's experiment on a machine you do not have.
+//!
+//! [`machine`] turns a topology into sched domains, [`load`] is the pinned
+//! background load in closed form, [`engine`] runs one sample as a
+//! discrete-event simulation of the probe among the workers, with
+//! [`balance`] (the load balancer's decisions) and [`numa`] (pages and
+//! automatic NUMA balancing); [`profile`] holds the hardware numbers, each
+//! with its source. Deterministic: a sample's result depends only on the
+//! machine, the profile, the sample's spec and its seed, never on the order
+//! or the thread it runs on. docs/sim.md describes the model and what it
+//! leaves out.
+
+pub mod balance;
+pub mod engine;
+pub mod load;
+pub mod machine;
+pub mod numa;
+pub mod profile;
+
+pub use engine::{Cause, Move, SampleResult, SampleSpec};
+pub use machine::Machine;
+pub use profile::{Profile, MODEL_VERSION};
+
+/// A machine and a profile, ready to simulate samples under one load.
+pub struct Simulator {
+    pub machine: Machine,
+    pub profile: Profile,
+    pub load: load::LoadModel,
+}
+
+impl Simulator {
+    pub fn new(machine: Machine, profile: Profile, load_percent: f64, period_ns: f64) -> Simulator {
+        let load = load::LoadModel::new(&machine, load_percent, period_ns, machine.span_count());
+        Simulator {
+            machine,
+            profile,
+            load,
+        }
+    }
+
+    /// One sample.
+    pub fn sample(&self, spec: &SampleSpec) -> SampleResult {
+        engine::Engine::new(&self.machine, &self.profile, &self.load, spec).run()
+    }
+
+    /// Many samples on `threads` threads; results in input order.
+    pub fn samples(&self, specs: &[SampleSpec], threads: usize) -> Vec<SampleResult> {
+        let threads = threads.clamp(1, specs.len().max(1));
+        if threads == 1 {
+            return specs.iter().map(|s| self.sample(s)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Option<SampleResult>> = vec![None; specs.len()];
+        let slots: Vec<std::sync::Mutex<&mut Option<SampleResult>>> =
+            out.iter_mut().map(std::sync::Mutex::new).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= specs.len() {
+                        break;
+                    }
+                    let r = self.sample(&specs[i]);
+                    **slots[i].lock().expect("slot") = Some(r);
+                });
+            }
+        });
+        drop(slots);
+        out.into_iter()
+            .map(|r| r.expect("every sample ran"))
+            .collect()
+    }
+}

@@ -1,0 +1,308 @@
+//! Hardware profiles: what the simulator needs to know about a machine that
+//! the topology does not say (cache sizes and latencies, DRAM latency by
+//! SLIT distance, SMT sharing, kernel costs), each value with its source.
+//!
+//! A profile is a TOML file (format in docs/sim.md); the built-in ones live
+//! in `profiles/*.toml` and are compiled in. The probe's time per access and
+//! the cost of a migration are both derived from these numbers by one cache
+//! model ([`Profile::access_ns`], [`Profile::refill_ns`]), so a migration
+//! costs what re-warming the caches it lost costs, for the probe's buffer
+//! size, rather than a constant fitted per level.
+
+use crate::error::usage;
+use crate::topology::Relation;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bump when the model's behaviour changes: recorded in every sim run.
+pub const MODEL_VERSION: u32 = 1;
+
+/// Bytes per cache line.
+const LINE: f64 = 64.0;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub caches: Caches,
+    pub memory: Memory,
+    pub cpu: CpuModel,
+    pub kernel: KernelCosts,
+    /// Field -> where its value comes from (a URL, the seed, "assumed").
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Caches {
+    /// Private (per core) L2 size, bytes, and its load latency, ns.
+    pub l2_bytes: u64,
+    pub l2_ns: f64,
+    /// Last-level cache size per LLC, bytes, and its latency, ns.
+    pub llc_bytes: u64,
+    pub llc_ns: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    /// Idle DRAM latency on the local node, ns.
+    pub local_ns: f64,
+    /// DRAM latency by SLIT distance ("21" = 139.0); distances between
+    /// listed ones are interpolated, beyond the largest scaled by distance.
+    pub remote_ns: BTreeMap<String, f64>,
+    /// Share of a load's latency the probe really waits for (the rest is
+    /// hidden by overlapping misses), 0-1. Calibrated (see docs/sim.md).
+    pub exposed: f64,
+    /// Time per access that does not depend on where memory is, ns
+    /// (address generation, TLB walks of local page tables, the store).
+    pub cpu_ns: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuModel {
+    /// The probe's speed while its SMT sibling runs another task, relative
+    /// to running alone on the core (0-1].
+    pub smt_share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCosts {
+    /// Scheduler tick rate (CONFIG_HZ).
+    pub hz: u32,
+    /// Mean delay of a timer wake-up (load workers), µs: spreads events
+    /// that would otherwise land on the exact phase.
+    pub wakeup_jitter_us: f64,
+    /// One NUMA hinting fault, µs, and one 4 KiB page migrated by it, µs.
+    pub hint_fault_us: f64,
+    pub page_migrate_us: f64,
+    /// The probe's memory outside its buffer (stack, heap), pages: always
+    /// migratable, so NUMA balancing sees it even when the buffer is bound.
+    pub other_pages: u32,
+    /// Pages the probe's warm-up touches per µs (first-touch faults).
+    pub touch_pages_per_us: f64,
+    /// The kernel's NI_RANDOM scheduler feature (proportional newidle
+    /// balancing: a domain's newly-idle balance runs with a probability
+    /// that follows its recent success rate). Debian's 6.12 has it;
+    /// mainline 6.7 (the RFC's kernel) and 6.1 do not.
+    #[serde(default)]
+    pub ni_random: bool,
+}
+
+/// Built-in profiles: (name, TOML text).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("xeon-8167m", include_str!("../../profiles/xeon-8167m.toml")),
+    ("epyc-7551", include_str!("../../profiles/epyc-7551.toml")),
+    ("lab-tcg", include_str!("../../profiles/lab-tcg.toml")),
+    ("generic", include_str!("../../profiles/generic.toml")),
+];
+
+/// The profile a topology preset is simulated with by default.
+pub fn default_for_preset(preset: &str) -> &'static str {
+    match preset {
+        "xeon-8167m-2n" => "xeon-8167m",
+        "epyc-7551-8n" => "epyc-7551",
+        _ => "generic",
+    }
+}
+
+impl Profile {
+    /// A built-in profile by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> anyhow::Result<Profile> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Profile::from_toml(text, name_or_path);
+        }
+        let p = std::path::Path::new(name_or_path);
+        if !p.exists() {
+            return Err(usage(format!(
+                "unknown hardware profile {name_or_path:?}: not a built-in ({}) and no such file",
+                BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| usage(format!("cannot read profile {}: {e}", p.display())))?;
+        Profile::from_toml(&text, name_or_path)
+    }
+
+    pub fn from_toml(text: &str, origin: &str) -> anyhow::Result<Profile> {
+        let p: Profile =
+            toml::from_str(text).map_err(|e| usage(format!("profile {origin}: {e}")))?;
+        p.check()
+            .map_err(|e| usage(format!("profile {origin}: {e}")))?;
+        Ok(p)
+    }
+
+    /// Every value in its range, so the model never divides by zero or
+    /// runs time backwards.
+    pub fn check(&self) -> Result<(), String> {
+        let pos = |v: f64, what: &str| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{what} must be a positive number, not {v}"))
+            }
+        };
+        let nonneg = |v: f64, what: &str| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{what} must be 0 or more, not {v}"))
+            }
+        };
+        pos(self.caches.l2_ns, "caches.l2_ns")?;
+        pos(self.caches.llc_ns, "caches.llc_ns")?;
+        if self.caches.l2_bytes == 0 || self.caches.llc_bytes == 0 {
+            return Err("cache sizes must be above 0".into());
+        }
+        pos(self.memory.local_ns, "memory.local_ns")?;
+        nonneg(self.memory.cpu_ns, "memory.cpu_ns")?;
+        if !(self.memory.exposed > 0.0 && self.memory.exposed <= 1.0) {
+            return Err(format!(
+                "memory.exposed must be in (0, 1], not {}",
+                self.memory.exposed
+            ));
+        }
+        for (d, ns) in &self.memory.remote_ns {
+            let dist: u32 = d
+                .parse()
+                .map_err(|_| format!("memory.remote_ns key {d:?} is not a SLIT distance"))?;
+            if dist <= 10 {
+                return Err(format!(
+                    "memory.remote_ns: distance {dist} is not remote (> 10)"
+                ));
+            }
+            pos(*ns, &format!("memory.remote_ns.{d}"))?;
+        }
+        if !(self.cpu.smt_share > 0.0 && self.cpu.smt_share <= 1.0) {
+            return Err(format!(
+                "cpu.smt_share must be in (0, 1], not {}",
+                self.cpu.smt_share
+            ));
+        }
+        if !(100..=10_000).contains(&self.kernel.hz) {
+            return Err(format!(
+                "kernel.hz {} is not a kernel tick rate",
+                self.kernel.hz
+            ));
+        }
+        nonneg(self.kernel.wakeup_jitter_us, "kernel.wakeup_jitter_us")?;
+        nonneg(self.kernel.hint_fault_us, "kernel.hint_fault_us")?;
+        nonneg(self.kernel.page_migrate_us, "kernel.page_migrate_us")?;
+        pos(self.kernel.touch_pages_per_us, "kernel.touch_pages_per_us")?;
+        Ok(())
+    }
+
+    /// DRAM latency at SLIT distance `d` (10 = local), ns.
+    pub fn dram_ns(&self, d: u32) -> f64 {
+        if d <= 10 {
+            return self.memory.local_ns;
+        }
+        let mut pts: Vec<(f64, f64)> = vec![(10.0, self.memory.local_ns)];
+        let mut more: Vec<(f64, f64)> = self
+            .memory
+            .remote_ns
+            .iter()
+            .filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, *v)))
+            .collect();
+        more.sort_by(|a, b| a.0.total_cmp(&b.0));
+        pts.extend(more);
+        let d = d as f64;
+        for w in pts.windows(2) {
+            let ((d0, n0), (d1, n1)) = (w[0], w[1]);
+            if d <= d1 {
+                return n0 + (n1 - n0) * (d - d0) / (d1 - d0);
+            }
+        }
+        let (dl, nl) = *pts.last().expect("local point");
+        // Beyond the table: latency grows with distance as SLIT says.
+        nl * d / dl
+    }
+
+    /// Cache hit shares for a random walk over `ws` bytes: (L2, LLC).
+    fn hits(&self, ws: u64) -> (f64, f64) {
+        let ws = ws.max(1) as f64;
+        let h2 = (self.caches.l2_bytes as f64 / ws).min(1.0);
+        let hl = (self.caches.llc_bytes as f64 / ws).min(1.0).max(h2);
+        (h2, hl)
+    }
+
+    /// The probe's time per access, ns, over a working set of `ws` bytes
+    /// whose DRAM part is at latency `dram` ns, with warm caches.
+    pub fn access_ns(&self, ws: u64, dram: f64) -> f64 {
+        let (h2, hl) = self.hits(ws);
+        let lat = h2 * self.caches.l2_ns + (hl - h2) * self.caches.llc_ns + (1.0 - hl) * dram;
+        self.memory.cpu_ns + self.memory.exposed * lat
+    }
+
+    /// The time a move at `rel` costs the probe in lost cache hits, ns: the
+    /// lines of each cache it leaves that would have hit (hit share x
+    /// lines), each now served from the next level. A random walk refills a
+    /// cache of C lines with about C misses, so this is the lost time.
+    pub fn refill_ns(&self, rel: Relation, ws: u64, dram: f64) -> f64 {
+        let (h2, hl) = self.hits(ws);
+        let l2_lines = self.caches.l2_bytes as f64 / LINE;
+        let llc_lines = self.caches.llc_bytes as f64 / LINE;
+        let lost = match rel {
+            Relation::SameCpu | Relation::SameCore | Relation::Unknown => 0.0,
+            Relation::SameLlc => h2 * l2_lines * (self.caches.llc_ns - self.caches.l2_ns),
+            Relation::SameNode | Relation::CrossNode => {
+                h2 * l2_lines * (dram - self.caches.l2_ns)
+                    + (hl * llc_lines - h2 * l2_lines).max(0.0) * (dram - self.caches.llc_ns)
+            }
+        };
+        self.memory.exposed * lost.max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_check() {
+        for (name, text) in BUILTIN {
+            let p = Profile::from_toml(text, name).unwrap();
+            assert_eq!(&p.name, name);
+            assert!(!p.sources.is_empty(), "{name} names its sources");
+        }
+    }
+
+    #[test]
+    fn dram_interpolates_and_extrapolates() {
+        let p = Profile::load("epyc-7551").unwrap();
+        assert_eq!(p.dram_ns(10), p.memory.local_ns);
+        let (a, b) = (p.dram_ns(16), p.dram_ns(32));
+        assert!(a > p.memory.local_ns && b > a);
+        let mid = p.dram_ns(24);
+        assert!(mid > a && mid < b);
+        assert!((p.dram_ns(64) - b * 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn refill_grows_with_level_and_vanishes_for_tiny_or_huge_misses() {
+        let p = Profile::load("xeon-8167m").unwrap();
+        let ws = 256 << 20;
+        let d = p.dram_ns(10);
+        let core = p.refill_ns(Relation::SameCore, ws, d);
+        let llc = p.refill_ns(Relation::SameLlc, ws, d);
+        let node = p.refill_ns(Relation::SameNode, ws, d);
+        assert_eq!(core, 0.0);
+        assert!(llc > 0.0 && node > llc);
+        // A bigger buffer hits less, so there is less to lose.
+        assert!(p.refill_ns(Relation::SameNode, 16 << 30, d) < node);
+    }
+
+    #[test]
+    fn bad_profiles_are_refused_with_the_field() {
+        let (_, text) = BUILTIN[0];
+        let bad = text.replace("exposed = ", "exposed = 7.0 #");
+        let e = Profile::from_toml(&bad, "x").unwrap_err().to_string();
+        assert!(e.contains("memory.exposed"), "{e}");
+        let bad = text.replace("[cpu]", "[cpu]\nturbo = 1");
+        assert!(Profile::from_toml(&bad, "x").is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! `run --backend sim`: the same records and reports as a host run, one
+//! result per seed, a resumed run equal to a whole one, nothing changed on
+//! this machine, and bad input refused before any work.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+fn numalab(args: &[&str], state: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NUMALAB_STATE_DIR", state)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SMALL: &[&str] = &[
+    "run",
+    "--backend",
+    "sim",
+    "--preset",
+    "xeon-8167m-2n",
+    "--samples",
+    "3",
+    "--size",
+    "32M",
+    "--counts",
+    "2",
+    "--nb",
+    "0,1",
+    "--pnid=-1",
+    "--mem",
+    "A,F",
+    "--cpu",
+    "A,F",
+    "--trace",
+];
+
+fn run_small(out: &Path, state: &Path) -> String {
+    let mut args = SMALL.to_vec();
+    let o = out.to_str().unwrap();
+    args.extend(["--out", o]);
+    let (code, stdout, stderr) = numalab(&args, state);
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
+fn samples(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut v: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    v.sort_by_key(|s| (s["row"].as_u64(), s["sample"].as_u64()));
+    v
+}
+
+#[test]
+fn sim_run_is_deterministic_and_reports_like_a_host_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let out = run_small(&a, tmp.path());
+    run_small(&b, tmp.path());
+    assert_eq!(
+        samples(&a),
+        samples(&b),
+        "the same seed gives the same samples"
+    );
+    let s = samples(&a);
+    assert_eq!(s.len(), 8 * 3);
+    for rec in &s {
+        assert_eq!(rec["schema"], "numalab.sample/1");
+        let t = &rec["trace"]["task"];
+        let total = t["migrations"]["total"].as_u64().unwrap();
+        let causes = &t["causes"];
+        let by_cause: u64 = ["numa_balancing", "wakeup", "load_balance", "unknown"]
+            .iter()
+            .map(|k| causes[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, by_cause, "every move has a cause");
+        assert!(rec["probe"]["timing"]["total_ns"].as_u64().unwrap() > 0);
+    }
+    // Pinned rows never leave their node; floating ones do under load.
+    let xnode = |row: u64| -> u64 {
+        s.iter()
+            .filter(|r| r["row"] == row)
+            .map(|r| {
+                r["trace"]["task"]["migrations"]["cross_node"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum()
+    };
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["backend"], "sim");
+    assert_eq!(meta["sim"]["profile"]["name"], "xeon-8167m");
+    assert_eq!(meta["sim"]["topology_source"], "preset xeon-8167m-2n");
+    let mut pinned = 0;
+    for row in meta["rows"].as_array().unwrap() {
+        let id = row["id"].as_u64().unwrap();
+        if row["cpu"] == serde_json::json!({"node": 0}) {
+            pinned += 1;
+            assert!(xnode(id) <= 3, "row {id} is pinned: at most the start move");
+        } else {
+            assert!(
+                xnode(id) > 3,
+                "row {id} floats under 60% load: it crosses nodes"
+            );
+        }
+    }
+    assert_eq!(pinned, 4);
+    assert!(out.contains("Traced migrations per sample"), "{out}");
+    // The report and compare read it as they read host runs.
+    let (code, rep, err) = numalab(&["report", a.to_str().unwrap()], tmp.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(rep.contains("PNID: -1 NB: 0 Mem: 0 CPU: 0"), "{rep}");
+    let (code, cmp, err) = numalab(
+        &["compare", a.to_str().unwrap(), b.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(cmp.contains("PNID: -1 NB: 0 Mem: A CPU: A"), "{cmp}");
+}
+
+#[test]
+fn sim_resume_gives_the_samples_a_whole_run_has() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tmp.path().join("whole");
+    run_small(&whole, tmp.path());
+    // A run stopped after 5 samples: its run.json and first lines.
+    let part = tmp.path().join("part");
+    std::fs::create_dir(&part).unwrap();
+    std::fs::copy(whole.join("run.json"), part.join("run.json")).unwrap();
+    let text = std::fs::read_to_string(whole.join("samples.jsonl")).unwrap();
+    let head: String = text.lines().take(5).map(|l| format!("{l}\n")).collect();
+    std::fs::write(part.join("samples.jsonl"), head).unwrap();
+    let (code, _, err) = numalab(&["run", "--resume", part.to_str().unwrap()], tmp.path());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(samples(&part), samples(&whole));
+}
+
+#[test]
+fn sim_changes_nothing_and_takes_no_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let nb = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok();
+    run_small(&tmp.path().join("r"), &state);
+    assert!(!state.exists(), "a simulated run needs no state directory");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok(),
+        nb
+    );
+}
+
+#[test]
+fn sim_bad_input_exits_2_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    let bad_profile = tmp.path().join("bad.toml");
+    std::fs::write(&bad_profile, "name = \"x\"\n").unwrap();
+    let bp = bad_profile.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["run", "--preset", "epyc-7551-8n", "--out", o],
+            "--backend sim",
+        ),
+        (
+            vec!["run", "--profile", "generic", "--out", o],
+            "--backend sim",
+        ),
+        (
+            vec![
+                "run",
+                "--backend",
+                "sim",
+                "--profile",
+                "no-such",
+                "--out",
+                o,
+            ],
+            "no-such",
+        ),
+        (
+            vec!["run", "--backend", "sim", "--profile", bp, "--out", o],
+            "bad.toml",
+        ),
+        (
+            vec!["run", "--backend", "sim", "--preset", "nope", "--out", o],
+            "nope",
+        ),
+        (
+            vec![
+                "run",
+                "--backend",
+                "sim",
+                "--preset",
+                "epyc-7551-8n",
+                "--pnid-prctl",
+                "101",
+                "--out",
+                o,
+            ],
+            "PNID patch",
+        ),
+    ] {
+        let (code, _, err) = numalab(&args, tmp.path());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} left {o}");
+    }
+}
+
+/// A knob the simulator does not model skips its rows with the reason.
+#[test]
+fn sim_skips_rows_of_knobs_it_does_not_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    let (code, stdout, err) = numalab(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "xeon-8167m-2n",
+            "--samples",
+            "1",
+            "--size",
+            "8M",
+            "--counts",
+            "1",
+            "--nb",
+            "0",
+            "--mem",
+            "A",
+            "--cpu",
+            "A",
+            "--knob",
+            "kernel.sched_autogroup_enabled=0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("skipped"), "{stdout}");
+    assert!(stdout.contains("sched_autogroup_enabled"), "{stdout}");
+}
