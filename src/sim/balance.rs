@@ -110,11 +110,19 @@ fn stats(e: &Engine, span: usize, has_probe: bool, t: f64) -> GroupStats {
 
 /// should_we_balance(): of a group, only its first idle CPU on an idle
 /// core (else its first idle CPU, else its first CPU) runs the periodic
-/// balance of a domain; newly-idle balancing is open to all.
-fn should_we_balance(e: &Engine, x: usize, level: usize, group: usize, t: f64) -> bool {
+/// balance of a domain; newly-idle balancing is open to all. The answer
+/// holds for the whole group at one instant, so it is kept per (group,
+/// time): a nohz pass asks it of every idle CPU.
+fn balancer(e: &mut Engine, x: usize, level: usize, group: usize, t: f64) -> Option<usize> {
+    if let Some(&(at, c)) = e.balancer_cache.get(&group) {
+        if at == t {
+            return c;
+        }
+    }
     let smt_level = matches!(e.m.domains[e.m.cpu_domains[x][level]].kind, LevelKind::Smt);
     let idle = |c: usize| c != e.cur && !e.busy(c, t);
     let mut idle_smt = None;
+    let mut found = None;
     for &c in e.m.span(group) {
         if !idle(c) {
             continue;
@@ -123,12 +131,12 @@ fn should_we_balance(e: &Engine, x: usize, level: usize, group: usize, t: f64) -
             idle_smt.get_or_insert(c);
             continue;
         }
-        return c == x;
+        found = Some(c);
+        break;
     }
-    match idle_smt {
-        Some(c) => c == x,
-        None => e.m.span(group).first() == Some(&x),
-    }
+    let c = found.or(idle_smt).or_else(|| e.m.span(group).first().copied());
+    e.balancer_cache.insert(group, (t, c));
+    c
 }
 
 /// migrate_degrades_locality(): 1 degrades, 0 improves, -1 no opinion.
@@ -177,7 +185,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     if lg == bg {
         return false;
     }
-    if kind == Kind::Idle && !should_we_balance(e, x, level, lg, t) {
+    if kind == Kind::Idle && balancer(e, x, level, lg, t) != Some(x) {
         // Another CPU of the group balances for it: out_balanced.
         e.failed[x][level] = 0;
         return false;

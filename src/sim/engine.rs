@@ -236,6 +236,8 @@ pub struct Engine<'a> {
     /// NI_RANDOM state per (CPU, level): calls, weighted successes, ratio,
     /// and the load time its calls were last counted to.
     newidle: Vec<Vec<NewIdleStats>>,
+    /// should_we_balance()'s answer per group span, with the time asked.
+    pub balancer_cache: std::collections::HashMap<usize, (f64, Option<usize>)>,
     res: SampleResult,
     phase: Phase,
     work_left: f64,
@@ -296,6 +298,7 @@ impl<'a> Engine<'a> {
             failed: vec![vec![0; levels]; m.len()],
             next_balance: vec![vec![0.0; levels]; m.len()],
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
+            balancer_cache: std::collections::HashMap::new(),
             res: SampleResult {
                 run_ns: vec![0; m.len()],
                 run_ns_loop: vec![0; m.len()],
