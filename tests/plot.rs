@@ -242,13 +242,20 @@ fn a_traced_36_row_run_gives_the_table_and_both_traced_plots() {
         .collect();
     assert_eq!(
         names,
-        ["rfc-times.svg", "rfc-migrations.svg", "rfc-time-vs-moves.svg"]
+        [
+            "rfc-times.svg",
+            "rfc-migrations.svg",
+            "rfc-time-vs-moves.svg"
+        ]
     );
     keep(&files);
     assert_eq!(snapshot(&run), before, "plot wrote into the run directory");
 
     let t = texts(&read(&out.join("rfc-times.svg")));
-    assert!(t.iter().any(|s| s.starts_with("Probe time per row")), "{t:?}");
+    assert!(
+        t.iter().any(|s| s.starts_with("Probe time per row")),
+        "{t:?}"
+    );
     assert!(t.contains(&"time of the probe's timed loop (s)".to_string()));
     for label in ["sample", "quartiles and median", "mean"] {
         assert!(t.contains(&label.to_string()), "legend {label}: {t:?}");
@@ -260,21 +267,38 @@ fn a_traced_36_row_run_gives_the_table_and_both_traced_plots() {
     assert_eq!(rows[35], "[35] PNID: 1 NB: 1 Mem: F CPU: F");
 
     let t = texts(&read(&out.join("rfc-migrations.svg")));
-    assert!(t.iter().any(|s| s.starts_with("Migrations per sample by level")));
-    for level in ["same core (SMT sibling)", "same LLC", "same node, other LLC", "cross node"] {
+    assert!(t
+        .iter()
+        .any(|s| s.starts_with("Migrations per sample by level")));
+    for level in [
+        "same core (SMT sibling)",
+        "same LLC",
+        "same node, other LLC",
+        "cross node",
+    ] {
         assert!(t.contains(&level.to_string()), "legend {level}: {t:?}");
     }
     assert_eq!(t.iter().filter(|s| is_row(s)).count(), 36);
     assert!(t.iter().any(|s| s.starts_with("migrations per sample")));
 
     let t = texts(&read(&out.join("rfc-time-vs-moves.svg")));
-    let title = t.iter().find(|s| s.starts_with("Time vs cross-node moves")).unwrap();
+    let title = t
+        .iter()
+        .find(|s| s.starts_with("Time vs cross-node moves"))
+        .unwrap();
     // The generator makes time grow with cross-node moves: a clear r.
-    assert!(title.contains("r = +0.") && title.contains("288 traced samples"), "{title}");
+    assert!(
+        title.contains("r = +0.") && title.contains("288 traced samples"),
+        "{title}"
+    );
     assert!(t.contains(&"cross-node moves in the sample (kernel trace, count)".to_string()));
     assert!(t.contains(&"time of the probe's timed loop (s)".to_string()));
     // One legend entry per block: four blocks of nine rows.
-    assert_eq!(t.iter().filter(|s| s.contains(": n = 72, r = ")).count(), 4, "{t:?}");
+    assert_eq!(
+        t.iter().filter(|s| s.contains(": n = 72, r = ")).count(),
+        4,
+        "{t:?}"
+    );
 }
 
 #[test]
@@ -300,7 +324,7 @@ fn jobs_record_gives_a_heatmap_with_a_line_per_job() {
     assert_eq!(code, 0, "{stderr}");
     let f = out.join("jobs24-residency.svg");
     assert_eq!(stdout.trim(), f.display().to_string());
-    keep(&[f.clone()]);
+    keep(std::slice::from_ref(&f));
     let t = texts(&read(&f));
     assert!(t.iter().any(|s| s.starts_with("Where each job ran")));
     assert_eq!(t.iter().filter(|s| s.starts_with("job ")).count(), 24);
@@ -337,16 +361,26 @@ fn two_runs_give_the_compare_view_with_compares_rows() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout.lines().count(), 3, "{stdout}");
     let f = out.join("compare.svg");
-    keep(&[f.clone()]);
+    keep(std::slice::from_ref(&f));
     let t = texts(&read(&f));
-    assert!(t.iter().any(|s| s.starts_with("Compare: mean time per row")));
+    assert!(t
+        .iter()
+        .any(|s| s.starts_with("Compare: mean time per row")));
     assert!(t.contains(&"mean time of the probe's timed loop (s), ±95% CI".to_string()));
     let rows: Vec<&String> = t.iter().filter(|s| is_row(s)).collect();
     assert_eq!(rows.len(), 27, "{rows:?}");
     assert_eq!(rows[0], "[09] PNID: -1 NB: 1 Mem: A CPU: A");
     // Every row of the slower run is marked with its change.
-    assert_eq!(t.iter().filter(|s| s.ends_with('%') || s.ends_with("% *")).count(), 27);
-    assert!(t.iter().any(|s| s.ends_with("% *")), "some row significant: {t:?}");
+    assert_eq!(
+        t.iter()
+            .filter(|s| s.ends_with('%') || s.ends_with("% *"))
+            .count(),
+        27
+    );
+    assert!(
+        t.iter().any(|s| s.ends_with("% *")),
+        "some row significant: {t:?}"
+    );
 }
 
 fn block(pnid: i32, nb: u8) -> Block {
@@ -385,9 +419,15 @@ fn bad_inputs_exit_2_and_write_nothing() {
         (vec![&empty], "run.json"),
         (vec![&good, &no_samples], "no samples"),
         (vec![&good, &not_jobs], "not a numalab jobs record"),
-        (vec![&good, Path::new("/nonexistent/run")], "/nonexistent/run"),
+        (
+            vec![&good, Path::new("/nonexistent/run")],
+            "/nonexistent/run",
+        ),
         (vec![&good, &other], "no row matches"),
-        (vec![&good, Path::new("-o"), &inside], "inside the run directory"),
+        (
+            vec![&good, Path::new("-o"), &inside],
+            "inside the run directory",
+        ),
     ];
     for (args, want) in cases {
         let mut args = args;

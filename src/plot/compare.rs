@@ -60,13 +60,14 @@ pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
                 .collect()
         })
         .collect();
-    let (lo, hi) = sides
-        .iter()
-        .flatten()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (m, ci)| {
-            let ci = ci.unwrap_or(0.0);
-            (l.min(m - ci), h.max(m + ci))
-        });
+    let (lo, hi) =
+        sides
+            .iter()
+            .flatten()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (m, ci)| {
+                let ci = ci.unwrap_or(0.0);
+                (l.min(m - ci), h.max(m + ci))
+            });
     // Room on the right for the change labels.
     let x = layout::padded(lo, hi + (hi - lo).max(hi * 0.05) * 0.14, false);
     let k = runs.len();
@@ -128,14 +129,21 @@ pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
         .runs
         .iter()
         .enumerate()
-        .map(|(i, r)| (Glyph::ErrorBar(style::color(i)), format!("{} {}", name(i), r.dir)))
+        .map(|(i, r)| {
+            (
+                Glyph::ErrorBar(style::color(i)),
+                format!("{} {}", name(i), r.dir),
+            )
+        })
         .collect();
     let width = (rows.label_width() + 860).max(1200);
     let header_h = style::header_height(head.len(), style::legend_lines(&legend, width));
-    // Lanes grow with the number of runs so each run keeps ~12 px.
-    let lane = (k as f64 * 12.0).max(layout::PITCH);
+    // Lanes grow with the number of runs so each run keeps ~11 px, and a
+    // row's runs sit closer together than two rows' do.
+    let lane = (k as f64 * 11.0).max(layout::PITCH);
     let rows_h = (rows.height() as f64 * lane / layout::PITCH).ceil() as u32;
     let plot_h = rows_h + layout::X_AXIS;
+    let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     style::svg(width, height, |root| {
         let top = style::header(
@@ -160,8 +168,9 @@ pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
         let pad = (x.end - x.start) * 0.006;
         for ((r, side), y) in c.rows.iter().zip(&sides).zip(rows.ys()) {
             for (i, (m, ci)) in side.iter().enumerate() {
+                let spread = 0.5 - 0.5 / k as f64;
                 let off = if k > 1 {
-                    0.28 - 0.56 * i as f64 / (k - 1) as f64
+                    spread / 2.0 - spread * i as f64 / (k - 1) as f64
                 } else {
                     0.0
                 };

@@ -9,6 +9,9 @@ use crate::jobs::JobsRecord;
 use plotters::prelude::*;
 use std::path::Path;
 
+/// The memory node's outline: crimson, seen on viridis' purple and yellow.
+const MARK: RGBColor = RGBColor(220, 0, 60);
+
 /// The heatmap's colour for a percentage (viridis: dark = little time).
 fn heat(pct: f64) -> RGBColor {
     ViridisRGB.get_color_normalized(pct.clamp(0.0, 100.0) as f32, 0.0, 100.0)
@@ -30,7 +33,11 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
     let plot_w = label_w + cell_w * cols as u32 + 40;
     let width = (plot_w + 150).max(1000);
     let sources: Vec<&str> = {
-        let mut s: Vec<&str> = rec.jobs.iter().map(|j| j.residency_source.as_str()).collect();
+        let mut s: Vec<&str> = rec
+            .jobs
+            .iter()
+            .map(|j| j.residency_source.as_str())
+            .collect();
         s.dedup();
         s
     };
@@ -60,11 +67,16 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
     let mut notes = vec![format!(
         "Cell: % of the job's on-CPU time on the node{}; outlined: the node holding the job's \
          memory; dot: the node it started on.",
-        if numbers { "" } else { " (numbers left out: too many jobs)" }
+        if numbers {
+            ""
+        } else {
+            " (numbers left out: too many jobs)"
+        }
     )];
     notes.extend(rec.notes.iter().map(|n| format!("note: {n}")));
     let header_h = style::header_height(head.len(), 1);
     let plot_h = (n as f64 * pitch).ceil() as u32 + 70;
+    let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     let x_keys: Vec<f64> = (0..cols).map(|i| i as f64).collect();
     let y_keys: Vec<f64> = (0..n).map(|i| -(i as f64)).collect();
@@ -80,9 +92,11 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
             y,
             width as i32 - 16,
             &[
-                (Glyph::Swatch(heat(100.0)), "100% of the time".into()),
-                (Glyph::Swatch(heat(50.0)), "50%".into()),
-                (Glyph::Swatch(heat(0.0)), "0%".into()),
+                (
+                    Glyph::Outline(MARK),
+                    "the node holding the job's memory".into(),
+                ),
+                (Glyph::Ring, "the node the job started on".into()),
             ],
         )?;
         let (_, rest) = root.split_vertically(header_h);
@@ -94,7 +108,12 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
                 .map(|n| format!("node {n}"))
                 .unwrap_or_default()
         };
-        let job_label = |v: &f64| labels.get((-v).round() as usize).cloned().unwrap_or_default();
+        let job_label = |v: &f64| {
+            labels
+                .get((-v).round() as usize)
+                .cloned()
+                .unwrap_or_default()
+        };
         let mut chart = ChartBuilder::on(&grid)
             .margin_left(16)
             .margin_right(24)
@@ -141,24 +160,25 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
                 if j.mem_node == Some(*node) {
                     chart.draw_series(std::iter::once(Rectangle::new(
                         [(xc - 0.46, yc + 0.42), (xc + 0.46, yc - 0.42)],
-                        RGBColor(213, 94, 0).stroke_width(3),
+                        MARK.stroke_width(4),
                     )))?;
                 }
                 if j.start_node == Some(*node) {
-                    chart.draw_series(std::iter::once(Circle::new(
-                        (xc - 0.36, yc),
-                        (pitch / 6.0).clamp(2.0, 4.0) as i32,
-                        RGBColor(213, 94, 0).filled(),
-                    )))?;
+                    let r = (pitch / 6.0).clamp(2.0, 4.0) as i32;
+                    chart.draw_series([
+                        Circle::new((xc - 0.36, yc), r, WHITE.filled()),
+                        Circle::new((xc - 0.36, yc), r, BLACK.stroke_width(1)),
+                    ])?;
                 }
                 if numbers {
                     let ink = if pct < 60.0 { WHITE } else { BLACK };
-                    let st = style::sans(15.0)
-                        .color(&ink)
-                        .pos(plotters::style::text_anchor::Pos::new(
-                            plotters::style::text_anchor::HPos::Center,
-                            plotters::style::text_anchor::VPos::Center,
-                        ));
+                    let st =
+                        style::sans(15.0)
+                            .color(&ink)
+                            .pos(plotters::style::text_anchor::Pos::new(
+                                plotters::style::text_anchor::HPos::Center,
+                                plotters::style::text_anchor::VPos::Center,
+                            ));
                     chart.draw_series(std::iter::once(Text::new(
                         format!("{pct:.1}"),
                         (xc, yc),
@@ -172,11 +192,27 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
         for k in 0..50 {
             let (y0, y1) = (by + bh * k / 50, by + bh * (k + 1) / 50);
             let pct = 100.0 * (1.0 - (k as f64 + 0.5) / 50.0);
-            bar.draw(&Rectangle::new([(bx, y0), (bx + 18, y1)], heat(pct).filled()))?;
+            bar.draw(&Rectangle::new(
+                [(bx, y0), (bx + 18, y1)],
+                heat(pct).filled(),
+            ))?;
         }
+        style::text(
+            &bar,
+            "% of time",
+            bx - 6,
+            by + bh + 10,
+            &style::sans(style::SMALL),
+        )?;
         for p in [0, 25, 50, 75, 100] {
             let yy = by + bh - bh * p / 100 - 8;
-            style::text(&bar, &format!("{p}%"), bx + 24, yy, &style::sans(style::SMALL))?;
+            style::text(
+                &bar,
+                &format!("{p}%"),
+                bx + 24,
+                yy,
+                &style::sans(style::SMALL),
+            )?;
         }
         style::footnotes(&foot, 6, &notes)
     })

@@ -34,8 +34,12 @@ pub const DEFAULT_OUTDIR: &str = "plots";
 
 /// One input of `numalab plot`.
 pub enum Input {
-    Run(LoadedRun),
-    Jobs { path: PathBuf, record: JobsRecord },
+    // Boxed, both: the two differ much in size (clippy's large_enum_variant).
+    Run(Box<LoadedRun>),
+    Jobs {
+        path: PathBuf,
+        record: Box<JobsRecord>,
+    },
 }
 
 impl Input {
@@ -65,7 +69,7 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
                 path.display()
             )));
         }
-        Ok(Input::Run(run))
+        Ok(Input::Run(Box::new(run)))
     } else {
         let record = crate::jobs::read_record(path).map_err(|e| {
             usage(format!(
@@ -81,7 +85,7 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
         }
         Ok(Input::Jobs {
             path: path.to_path_buf(),
-            record,
+            record: Box::new(record),
         })
     }
 }
@@ -157,7 +161,7 @@ pub fn figures(inputs: &[Input]) -> anyhow::Result<Vec<Figure>> {
     let runs: Vec<&LoadedRun> = inputs
         .iter()
         .filter_map(|i| match i {
-            Input::Run(r) => Some(r),
+            Input::Run(r) => Some(&**r),
             Input::Jobs { .. } => None,
         })
         .collect();

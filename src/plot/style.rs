@@ -48,7 +48,9 @@ pub fn mono(size: f64) -> TextStyle<'static> {
 }
 
 pub fn grey(size: f64) -> TextStyle<'static> {
-    ("sans-serif", size).into_font().color(&RGBColor(90, 90, 90))
+    ("sans-serif", size)
+        .into_font()
+        .color(&RGBColor(90, 90, 90))
 }
 
 /// Categorical colours, distinct for colour-blind readers too (Okabe-Ito).
@@ -129,6 +131,10 @@ pub enum Glyph {
     Cross(RGBColor),
     /// A dot with an error bar.
     ErrorBar(RGBColor),
+    /// An outlined square (a marked heatmap cell).
+    Outline(RGBColor),
+    /// A white dot ringed in black (a marker on any colour).
+    Ring,
 }
 
 /// Legend entries in a row from (x, y), wrapping at `max_x`; returns the y
@@ -168,7 +174,10 @@ pub fn legend(
                 ))?;
             }
             Glyph::Swatch(c) => {
-                area.draw(&Rectangle::new([(cx - 8, cy - 7), (cx + 8, cy + 7)], c.filled()))?;
+                area.draw(&Rectangle::new(
+                    [(cx - 8, cy - 7), (cx + 8, cy + 7)],
+                    c.filled(),
+                ))?;
             }
             Glyph::Cross(c) => {
                 area.draw(&Cross::new((cx, cy), 5, c.stroke_width(2)))?;
@@ -185,6 +194,16 @@ pub fn legend(
                     ))?;
                 }
                 area.draw(&Circle::new((cx, cy), 4, c.filled()))?;
+            }
+            Glyph::Outline(c) => {
+                area.draw(&Rectangle::new(
+                    [(cx - 8, cy - 7), (cx + 8, cy + 7)],
+                    c.stroke_width(3),
+                ))?;
+            }
+            Glyph::Ring => {
+                area.draw(&Circle::new((cx, cy), 4, WHITE.filled()))?;
+                area.draw(&Circle::new((cx, cy), 4, BLACK.stroke_width(1)))?;
             }
         }
         text(area, label, x + 24, y, &style)?;
@@ -211,6 +230,27 @@ pub fn legend_lines(items: &[(Glyph, String)], width: u32) -> u32 {
 /// Header height: title, `lines` subtitle lines and `legend` legend lines.
 pub fn header_height(lines: usize, legend: u32) -> u32 {
     14 + 32 + lines as u32 * 20 + 4 + legend * 24 + 8
+}
+
+/// `lines` wrapped at word boundaries to fit a canvas `width` wide in the
+/// footnote font.
+pub fn wrap(lines: &[String], width: u32) -> Vec<String> {
+    let max = ((width as f64 - 32.0) / (0.6 * SMALL / 1.24)).max(20.0) as usize;
+    let mut out = Vec::new();
+    for l in lines {
+        let mut cur = String::new();
+        for word in l.split(' ') {
+            if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > max {
+                out.push(std::mem::take(&mut cur));
+                cur.push_str("    ");
+            } else if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        out.push(cur);
+    }
+    out
 }
 
 /// Footnote lines from y, in small grey text.

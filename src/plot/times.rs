@@ -32,7 +32,10 @@ pub fn box_stats(v: &[f64]) -> BoxStats {
     // Quartiles are f32: compare with a little slack so a sample on the
     // fence counts as inside it.
     let eps = 1e-6 * q[2].abs().max(1e-9);
-    let inside = v.iter().copied().filter(|x| *x >= q[0] - eps && *x <= q[4] + eps);
+    let inside = v
+        .iter()
+        .copied()
+        .filter(|x| *x >= q[0] - eps && *x <= q[4] + eps);
     let (low, high) = inside.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
         (l.min(x), h.max(x))
     });
@@ -139,6 +142,7 @@ pub fn draw(run: &LoadedRun) -> anyhow::Result<String> {
     let width = (rows.label_width() + 800).max(1200);
     let header_h = style::header_height(head.len(), 1);
     let plot_h = rows.height() + layout::X_AXIS;
+    let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     let fill = style::color(0);
     style::svg(width, height, |root| {
@@ -226,6 +230,9 @@ mod tests {
         assert_eq!((b.low, b.high), (1.0, 4.0));
         assert_eq!(b.mean, 22.0);
         let one = box_stats(&[1.5]);
-        assert_eq!((one.low, one.q1, one.median, one.q3, one.high), (1.5, 1.5, 1.5, 1.5, 1.5));
+        assert_eq!(
+            (one.low, one.q1, one.median, one.q3, one.high),
+            (1.5, 1.5, 1.5, 1.5, 1.5)
+        );
     }
 }

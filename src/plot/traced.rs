@@ -30,7 +30,7 @@ pub fn fmt_r(c: &Option<Correlation>) -> String {
     match c {
         Some(c) if c.p < 0.001 => format!("r = {:+.2} (p < 0.001)", c.r),
         Some(c) => format!("r = {:+.2} (p = {:.3})", c.r, c.p),
-        None => "r undefined (a constant variable or fewer than 3 samples)".into(),
+        None => "r undefined".into(),
     }
 }
 
@@ -75,6 +75,7 @@ fn levels_figure(run: &LoadedRun) -> anyhow::Result<String> {
     let width = (rows.label_width() + 800).max(1200);
     let header_h = style::header_height(head.len(), 1);
     let plot_h = rows.height() + layout::X_AXIS;
+    let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     style::svg(width, height, |root| {
         let y = style::header(root, "Migrations per sample by level (kernel trace)", &head)?;
@@ -167,6 +168,13 @@ fn scatter_figure(run: &LoadedRun) -> anyhow::Result<String> {
          block differ in placement, so a pooled r mixes placement with migration."
             .to_string(),
     ];
+    let mut notes = notes;
+    if r_all.is_none() || blocks.iter().any(|b| correlations(&b.2).0.is_none()) {
+        notes.push(
+            "r undefined: the moves or the times are all equal (no cross-node move at all,              as on a one-node machine) or there are fewer than 3 samples."
+                .to_string(),
+        );
+    }
     let legend: Vec<(Glyph, String)> = blocks
         .iter()
         .enumerate()
@@ -180,6 +188,7 @@ fn scatter_figure(run: &LoadedRun) -> anyhow::Result<String> {
         .collect();
     let (width, plot_h) = (1200u32, 620u32);
     let header_h = style::header_height(head.len(), style::legend_lines(&legend, width));
+    let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     style::svg(width, height, |root| {
         let title = format!(
@@ -198,8 +207,15 @@ fn scatter_figure(run: &LoadedRun) -> anyhow::Result<String> {
             .x_label_area_size(layout::X_AXIS)
             .y_label_area_size(90)
             .build_cartesian_2d(x.clone(), y.clone())?;
-        let (xs, ys) = (x.end - x.start, y.end - y.start);
-        let fx = |v: &f64| style::tick(*v, xs);
+        let ys = y.end - y.start;
+        // Counts: whole-number ticks only.
+        let fx = |v: &f64| {
+            if (v - v.round()).abs() < 1e-9 && *v >= 0.0 {
+                format!("{}", v.round() as i64)
+            } else {
+                String::new()
+            }
+        };
         let fy = |v: &f64| style::tick(*v, ys);
         chart
             .configure_mesh()
