@@ -138,9 +138,9 @@ pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
         .collect();
     let width = (rows.label_width() + 860).max(1200);
     let header_h = style::header_height(head.len(), style::legend_lines(&legend, width));
-    // Lanes grow with the number of runs so each run keeps ~11 px, and a
+    // Lanes grow with the number of runs so each run keeps ~14 px, and a
     // row's runs sit closer together than two rows' do.
-    let lane = (k as f64 * 11.0).max(layout::PITCH);
+    let lane = (k as f64 * 14.0).max(layout::PITCH);
     let rows_h = (rows.height() as f64 * lane / layout::PITCH).ceil() as u32;
     let plot_h = rows_h + layout::X_AXIS;
     let notes = style::wrap(&notes, width);
@@ -168,7 +168,7 @@ pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
         let pad = (x.end - x.start) * 0.006;
         for ((r, side), y) in c.rows.iter().zip(&sides).zip(rows.ys()) {
             for (i, (m, ci)) in side.iter().enumerate() {
-                let spread = 0.5 - 0.5 / k as f64;
+                let spread = 0.62 * (k - 1) as f64 / k as f64;
                 let off = if k > 1 {
                     spread / 2.0 - spread * i as f64 / (k - 1) as f64
                 } else {
