@@ -401,6 +401,13 @@ fn bad_inputs_exit_2_and_write_nothing() {
     let no_samples = tmp.path().join("nosamples");
     std::fs::create_dir(&no_samples).unwrap();
     std::fs::copy(good.join("run.json"), no_samples.join("run.json")).unwrap();
+    // A line that is not a sample record before the last one.
+    let bad_line = tmp.path().join("badline");
+    write_run(&bad_line, rfc(2), 5, 1.0, false);
+    let text = std::fs::read_to_string(bad_line.join("samples.jsonl")).unwrap();
+    std::fs::write(bad_line.join("samples.jsonl"), format!("garbage\n{text}")).unwrap();
+    let a_file = tmp.path().join("a-file");
+    std::fs::write(&a_file, "x").unwrap();
     let not_jobs = tmp.path().join("notes.txt");
     std::fs::write(&not_jobs, "hello").unwrap();
     // Shares no row with `good`: its rows run at another migration cost.
@@ -419,6 +426,11 @@ fn bad_inputs_exit_2_and_write_nothing() {
         (vec![&empty], "run.json"),
         (vec![&good, &no_samples], "no samples"),
         (vec![&good, &not_jobs], "not a numalab jobs record"),
+        (vec![&bad_line], "samples.jsonl:1: not a sample record"),
+        (
+            vec![&good, Path::new("-o"), &a_file],
+            "exists and is not a directory",
+        ),
         (
             vec![&good, Path::new("/nonexistent/run")],
             "/nonexistent/run",
