@@ -472,3 +472,24 @@ fn same_named_runs_get_distinct_files() {
         .collect();
     assert_eq!(names, ["run-times.svg", "run-2-times.svg", "compare.svg"]);
 }
+
+/// 200 jobs: lanes shrink, every k-th job is labelled and the cells carry
+/// no numbers (they would not fit), which the footnote says.
+#[test]
+fn many_jobs_thin_the_labels_and_drop_the_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("jobs200.json");
+    write_jobs(&rec, 200, 2);
+    let out = tmp.path().join("out");
+    let (code, _, stderr) = numalab(&[&rec, Path::new("-o"), &out]);
+    assert_eq!(code, 0, "{stderr}");
+    let f = out.join("jobs200-residency.svg");
+    keep(std::slice::from_ref(&f));
+    let t = texts(&read(&f));
+    let labels = t.iter().filter(|s| s.starts_with("job ")).count();
+    // Lanes of 640/200 = 6 px; 12/1.24 px labels: every 2nd job.
+    assert_eq!(labels, 100, "{t:?}");
+    assert!(t
+        .iter()
+        .any(|s| s.contains("numbers left out: too many jobs")));
+}

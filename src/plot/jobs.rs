@@ -79,7 +79,13 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
     let notes = style::wrap(&notes, width);
     let height = header_h + plot_h + style::footnotes_height(notes.len());
     let x_keys: Vec<f64> = (0..cols).map(|i| i as f64).collect();
-    let y_keys: Vec<f64> = (0..n).map(|i| -(i as f64)).collect();
+    // Every job labelled while lanes hold the label font; else every k-th.
+    let label_size = if numbers { 16.0 } else { 12.0 };
+    let every = (label_size / 1.24 / pitch).ceil().max(1.0) as usize;
+    let y_keys: Vec<f64> = (0..n)
+        .filter(|i| i % every == 0)
+        .map(|i| -(i as f64))
+        .collect();
     style::svg(width, height, |root| {
         let y = style::header(
             root,
@@ -134,11 +140,11 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
             .configure_mesh()
             .disable_mesh()
             .x_labels(cols)
-            .y_labels(n)
+            .y_labels(y_keys.len())
             .x_label_formatter(&node_label)
             .y_label_formatter(&job_label)
             .x_label_style(style::sans(style::TEXT))
-            .y_label_style(style::mono(if numbers { 16.0 } else { 11.0 }))
+            .y_label_style(style::mono(label_size))
             .x_desc("NUMA node")
             .axis_desc_style(style::sans(style::TEXT))
             .draw()?;
@@ -147,20 +153,20 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
             for (c, node) in rec.nodes.iter().enumerate() {
                 let pct = j.node_pct.get(node).copied().unwrap_or(0.0);
                 let xc = c as f64;
-                chart.draw_series([
-                    Rectangle::new(
-                        [(xc - 0.5, yc + 0.5), (xc + 0.5, yc - 0.5)],
-                        heat(pct).filled(),
-                    ),
-                    Rectangle::new(
-                        [(xc - 0.5, yc + 0.5), (xc + 0.5, yc - 0.5)],
+                let cell = [(xc - 0.5, yc + 0.5), (xc + 0.5, yc - 0.5)];
+                chart.draw_series(std::iter::once(Rectangle::new(cell, heat(pct).filled())))?;
+                // Cell borders only where lanes are tall enough to keep
+                // some colour between them.
+                if pitch >= 12.0 {
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        cell,
                         WHITE.stroke_width(1),
-                    ),
-                ])?;
+                    )))?;
+                }
                 if j.mem_node == Some(*node) {
                     chart.draw_series(std::iter::once(Rectangle::new(
                         [(xc - 0.46, yc + 0.42), (xc + 0.46, yc - 0.42)],
-                        MARK.stroke_width(4),
+                        MARK.stroke_width(if pitch >= 16.0 { 4 } else { 2 }),
                     )))?;
                 }
                 if j.start_node == Some(*node) {
@@ -188,7 +194,7 @@ pub fn draw(path: &Path, rec: &JobsRecord) -> anyhow::Result<String> {
             }
         }
         // The colour scale, 0 at the bottom.
-        let (bx, by, bh) = (20, 10, (plot_h as i32 - 90).max(60));
+        let (bx, by, bh) = (20, 10, (plot_h as i32 - 90).clamp(60, 400));
         for k in 0..50 {
             let (y0, y1) = (by + bh * k / 50, by + bh * (k + 1) / 50);
             let pct = 100.0 * (1.0 - (k as f64 + 0.5) / 50.0);

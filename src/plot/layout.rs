@@ -168,3 +168,29 @@ pub fn padded(lo: f64, hi: f64, from_zero: bool) -> Range<f64> {
     };
     lo..hi + span * 0.04
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_set_apart_and_rows_run_top_down() {
+        let rows = Rows {
+            labels: vec!["a".into(), "b".into(), "c".into()],
+            block: vec![0, 0, 3],
+        };
+        // Top row at 0, one lane down, then one lane plus the block gap.
+        assert_eq!(rows.ys(), vec![0.0, -1.0, -2.8]);
+        assert_eq!(rows.y_range(), -3.4..0.6);
+        assert_eq!(rows.height(), (4.0 * PITCH).ceil() as u32);
+    }
+
+    #[test]
+    fn padding_keeps_zero_when_asked_and_never_leaves_an_empty_range() {
+        assert_eq!(padded(0.0, 10.0, true), 0.0..10.4);
+        let r = padded(1.0, 2.0, false);
+        assert!((r.start - 0.96).abs() < 1e-12 && (r.end - 2.04).abs() < 1e-12);
+        let flat = padded(2.0, 2.0, false);
+        assert!(flat.start < 2.0 && flat.end > 2.0, "{flat:?}");
+    }
+}

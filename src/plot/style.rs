@@ -279,3 +279,19 @@ pub fn tick(v: f64, span: f64) -> String {
     };
     format!("{v:.decimals$}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footnotes_wrap_at_words_and_indent_what_follows() {
+        let long = "word ".repeat(200);
+        let lines = wrap(&[long.trim().to_string(), "short".into()], 600);
+        assert!(lines.len() > 3, "{lines:?}");
+        let max = ((600.0 - 32.0) / (0.6 * SMALL / 1.24)) as usize;
+        assert!(lines.iter().all(|l| l.chars().count() <= max), "{lines:?}");
+        assert!(lines[1].starts_with("    word"));
+        assert_eq!(lines.last().unwrap(), "short");
+    }
+}

@@ -88,10 +88,17 @@ pub fn run_lines(run: &LoadedRun) -> Vec<String> {
 pub fn missing_rows_note(run: &LoadedRun, shown: usize) -> Option<String> {
     let skipped = run.meta.rows.iter().filter(|r| r.skip.is_some()).count();
     let pending = run.meta.rows.len() - shown - skipped;
-    (skipped + pending > 0).then(|| {
+    let mut parts = Vec::new();
+    if skipped > 0 {
+        parts.push(format!("{skipped} row(s) skipped on this machine"));
+    }
+    if pending > 0 {
+        parts.push(format!("{pending} row(s) without samples yet"));
+    }
+    (!parts.is_empty()).then(|| {
         format!(
-            "Not shown: {skipped} row(s) skipped on this machine, {pending} row(s) without \
-             samples yet (see `numalab report {}` for why).",
+            "Not shown: {} (`numalab report {}` says why).",
+            parts.join(", "),
             run.dir.display()
         )
     })
