@@ -19,7 +19,7 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let figures = plot::figures(&inputs)?;
+    let figures = plot::figures(inputs)?;
     for p in plot::write(&a.out, &figures)? {
         println!("{}", p.display());
     }

@@ -18,18 +18,9 @@ fn block_of(k: &RowKey) -> (String, u8, Option<u64>, String) {
     )
 }
 
-fn copy(r: &LoadedRun) -> LoadedRun {
-    LoadedRun {
-        dir: r.dir.clone(),
-        meta: r.meta.clone(),
-        records: r.records.clone(),
-        notes: r.notes.clone(),
-    }
-}
-
-pub fn draw(runs: &[&LoadedRun]) -> anyhow::Result<String> {
-    let owned: Vec<LoadedRun> = runs.iter().map(|r| copy(r)).collect();
-    let c = compare::compare(&owned)?;
+/// The compare view of `runs` (BASE first).
+pub fn draw(runs: &[LoadedRun]) -> anyhow::Result<String> {
+    let c = compare::compare(runs)?;
     let mut block = Vec::new();
     let mut last = None;
     for r in &c.rows {

@@ -132,9 +132,10 @@ fn stems(inputs: &[Input]) -> Vec<String> {
 
 /// Draws every figure the inputs allow, in memory. Two or more runs that
 /// share no comparable row exit 2 (as `numalab compare` does).
-pub fn figures(inputs: &[Input]) -> anyhow::Result<Vec<Figure>> {
+pub fn figures(inputs: Vec<Input>) -> anyhow::Result<Vec<Figure>> {
     let mut out = Vec::new();
-    for (input, stem) in inputs.iter().zip(stems(inputs)) {
+    let mut runs = Vec::new();
+    for (input, stem) in inputs.iter().zip(stems(&inputs)) {
         match input {
             Input::Run(run) => {
                 out.push(Figure {
@@ -158,13 +159,11 @@ pub fn figures(inputs: &[Input]) -> anyhow::Result<Vec<Figure>> {
             }),
         }
     }
-    let runs: Vec<&LoadedRun> = inputs
-        .iter()
-        .filter_map(|i| match i {
-            Input::Run(r) => Some(&**r),
-            Input::Jobs { .. } => None,
-        })
-        .collect();
+    for input in inputs {
+        if let Input::Run(r) = input {
+            runs.push(*r);
+        }
+    }
     if runs.len() >= 2 {
         out.push(Figure {
             name: "compare.svg".into(),
