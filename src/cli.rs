@@ -49,6 +49,13 @@ pub enum Command {
     /// Reads the records only; writes nothing.
     Compare(CompareArgs),
 
+    /// Draw runs as SVG pictures (plotters): per run the RFC table as a
+    /// picture (samples and box plots per row); for traced runs migrations
+    /// per sample by level and time vs cross-node moves; per `numalab jobs
+    /// -o` record the residency heatmap; for two or more runs the compare
+    /// view. Reads the records only; writes the SVG files into OUTDIR.
+    Plot(PlotArgs),
+
     /// Trace tasks with the kernel's scheduler events: every migration
     /// classified by topology level and cause (load balance, wake-up, NUMA
     /// balancing), and the time spent on each node and LLC.
@@ -472,4 +479,16 @@ pub struct CompareArgs {
 
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::report::Format,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Run directories, and `numalab jobs -o` record files.
+    #[arg(value_name = "DIR", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where the SVG files go (created when missing; never inside a run
+    /// directory). Files of the same name are replaced.
+    #[arg(short = 'o', long = "out", value_name = "OUTDIR", default_value = crate::plot::DEFAULT_OUTDIR)]
+    pub out: PathBuf,
 }

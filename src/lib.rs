@@ -16,6 +16,7 @@ pub mod idset;
 pub mod jobs;
 pub mod load;
 pub mod paths;
+pub mod plot;
 pub mod probe;
 pub mod report;
 pub mod sim;

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["experiment", "jobs"],
     &["report"],
     &["compare"],
+    &["plot"],
     &["cli"],
     &["commands"],
 ];

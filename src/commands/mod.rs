@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod jobs;
 pub mod load;
+pub mod plot;
 pub mod probe;
 pub mod report;
 pub mod restore;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(&cli.sysfs_root, &args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Plot(args) => plot::run(&args),
         Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
         Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(),

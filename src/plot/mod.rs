@@ -1,0 +1,236 @@
+//! `numalab plot DIR... [-o OUTDIR]`: the records as SVG pictures, drawn
+//! with the `plotters` crate (SVG backend, no font library: text goes into
+//! the SVG as `<text>` and the viewer's fonts draw it, see [`style`]).
+//!
+//! Inputs are run directories (read with [`crate::compare::load`], the same
+//! read-only path as `report` and `compare`) and `numalab jobs -o` records
+//! ([`crate::jobs::read_record`]). Per run: the RFC table as a picture
+//! ([`times`]); for traced runs (`run --trace`) also migrations by level and
+//! time vs cross-node moves ([`traced`]); per jobs record the residency
+//! heatmap ([`jobs`]); for two or more runs the compare view ([`compare`]),
+//! whose rows are `numalab compare`'s own ([`crate::compare::compare`]).
+//!
+//! Every input is read and every figure drawn in memory before anything is
+//! written, so bad input (not a run, no samples, runs without a common row,
+//! an output directory inside a run) exits 2 with nothing written. Plots
+//! never go into a run directory; each file is replaced atomically
+//! ([`crate::sys::state::write_atomic`]).
+
+pub mod compare;
+pub mod jobs;
+pub mod layout;
+pub mod style;
+pub mod times;
+pub mod traced;
+
+use crate::compare::LoadedRun;
+use crate::error::usage;
+use crate::jobs::JobsRecord;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Where plots go when `-o` is not given: `plots/` in the current directory.
+pub const DEFAULT_OUTDIR: &str = "plots";
+
+/// One input of `numalab plot`.
+pub enum Input {
+    // Boxed, both: the two differ much in size (clippy's large_enum_variant).
+    Run(Box<LoadedRun>),
+    Jobs {
+        path: PathBuf,
+        record: Box<JobsRecord>,
+    },
+}
+
+impl Input {
+    fn path(&self) -> &Path {
+        match self {
+            Input::Run(r) => &r.dir,
+            Input::Jobs { path, .. } => path,
+        }
+    }
+}
+
+/// Reads one input without writing anything: a directory is a run (it must
+/// hold samples), a file a `numalab jobs -o` record. Anything else exits 2.
+pub fn load(path: &Path) -> anyhow::Result<Input> {
+    let m = std::fs::metadata(path).map_err(|e| {
+        usage(format!(
+            "{}: {e} (give a run directory or a `numalab jobs -o` record)",
+            path.display()
+        ))
+    })?;
+    if m.is_dir() {
+        let run = crate::compare::load(path)?;
+        if run.records.is_empty() {
+            return Err(usage(format!(
+                "{}: the run has no samples yet (samples.jsonl is missing or empty): \
+                 nothing to plot",
+                path.display()
+            )));
+        }
+        Ok(Input::Run(Box::new(run)))
+    } else {
+        let record = crate::jobs::read_record(path).map_err(|e| {
+            usage(format!(
+                "{e:#} ({} is a file: plot reads run directories and `numalab jobs -o` records)",
+                path.display()
+            ))
+        })?;
+        if record.jobs.is_empty() {
+            return Err(usage(format!(
+                "{}: the jobs record holds no job: nothing to plot",
+                path.display()
+            )));
+        }
+        Ok(Input::Jobs {
+            path: path.to_path_buf(),
+            record: Box::new(record),
+        })
+    }
+}
+
+/// One picture, drawn but not yet written.
+pub struct Figure {
+    /// File name in the output directory.
+    pub name: String,
+    pub svg: String,
+}
+
+/// File-name stems, one per input, from the last path component; repeated
+/// names get `-2`, `-3`... in argument order so no plot overwrites another.
+fn stems(inputs: &[Input]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    inputs
+        .iter()
+        .map(|i| {
+            let p = i.path();
+            let base: String = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .filter(|s| !s.is_empty() && s != "." && s != "..")
+                .unwrap_or_else(|| "run".into())
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || "-_.".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let mut name = base.clone();
+            let mut k = 2;
+            while !seen.insert(name.clone()) {
+                name = format!("{base}-{k}");
+                k += 1;
+            }
+            name
+        })
+        .collect()
+}
+
+/// Draws every figure the inputs allow, in memory. Two or more runs that
+/// share no comparable row exit 2 (as `numalab compare` does).
+pub fn figures(inputs: Vec<Input>) -> anyhow::Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    let mut runs = Vec::new();
+    for (input, stem) in inputs.iter().zip(stems(&inputs)) {
+        match input {
+            Input::Run(run) => {
+                out.push(Figure {
+                    name: format!("{stem}-times.svg"),
+                    svg: times::draw(run)?,
+                });
+                if let Some((levels, scatter)) = traced::draw(run)? {
+                    out.push(Figure {
+                        name: format!("{stem}-migrations.svg"),
+                        svg: levels,
+                    });
+                    out.push(Figure {
+                        name: format!("{stem}-time-vs-moves.svg"),
+                        svg: scatter,
+                    });
+                }
+            }
+            Input::Jobs { path, record } => out.push(Figure {
+                name: format!("{stem}-residency.svg"),
+                svg: jobs::draw(path, record)?,
+            }),
+        }
+    }
+    for input in inputs {
+        if let Input::Run(r) = input {
+            runs.push(*r);
+        }
+    }
+    if runs.len() >= 2 {
+        out.push(Figure {
+            name: "compare.svg".into(),
+            svg: compare::draw(&runs)?,
+        });
+    }
+    Ok(out)
+}
+
+/// The output directory must be creatable and writable and must not be, or
+/// lie inside, an input run directory. Looks only; nothing is created.
+pub fn check_outdir(outdir: &Path, inputs: &[Input]) -> anyhow::Result<()> {
+    crate::paths::check_output_dir(outdir, "-o")?;
+    let abs = absolute(outdir);
+    for i in inputs {
+        if let Input::Run(r) = i {
+            let run = absolute(&r.dir);
+            if abs.starts_with(&run) {
+                return Err(usage(format!(
+                    "-o {}: is inside the run directory {}; plot never writes into a run \
+                     directory, choose another -o",
+                    outdir.display(),
+                    r.dir.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `p` made absolute with its existing part resolved (symlinks, `..`), so
+/// `-o run/../run/x` is seen to be inside `run`.
+fn absolute(p: &Path) -> PathBuf {
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    let mut existing = p.clone();
+    let mut rest = Vec::new();
+    while std::fs::canonicalize(&existing).is_err() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => return p,
+        }
+    }
+    let mut out = std::fs::canonicalize(&existing).unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    out
+}
+
+/// Writes the figures into `outdir` (created when missing), each atomically;
+/// returns the paths written.
+pub fn write(outdir: &Path, figures: &[Figure]) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(outdir)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", outdir.display()))?;
+    figures
+        .iter()
+        .map(|f| {
+            let p = outdir.join(&f.name);
+            crate::sys::state::write_atomic(&p, f.svg.as_bytes())?;
+            Ok(p)
+        })
+        .collect()
+}
