@@ -54,6 +54,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
         knobs_at_start: BTreeMap::new(),
         start_unix_s: 1,
         end_unix_s: Some(2),
+        sim: None,
     };
     record::write_meta(dir, &meta).unwrap();
     let probe: ProbeRecord =
@@ -97,7 +98,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
                 probe: p,
                 trace,
             };
-            record::append_sample(dir, &rec).unwrap();
+            record::append_sample(dir, &rec, true).unwrap();
             seq += 1;
         }
     }
