@@ -134,7 +134,9 @@ fn balancer(e: &mut Engine, x: usize, level: usize, group: usize, t: f64) -> Opt
         found = Some(c);
         break;
     }
-    let c = found.or(idle_smt).or_else(|| e.m.span(group).first().copied());
+    let c = found
+        .or(idle_smt)
+        .or_else(|| e.m.span(group).first().copied());
     e.balancer_cache.insert(group, (t, c));
     c
 }

@@ -236,6 +236,8 @@ pub struct Engine<'a> {
     /// NI_RANDOM state per (CPU, level): calls, weighted successes, ratio,
     /// and the load time its calls were last counted to.
     newidle: Vec<Vec<NewIdleStats>>,
+    /// The last next-idle-start answer: (load time, CPU, CPU skipped).
+    next_idle_memo: Option<(f64, usize, usize)>,
     /// should_we_balance()'s answer per group span, with the time asked.
     pub balancer_cache: std::collections::HashMap<usize, (f64, Option<usize>)>,
     res: SampleResult,
@@ -299,6 +301,7 @@ impl<'a> Engine<'a> {
             next_balance: vec![vec![0.0; levels]; m.len()],
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             balancer_cache: std::collections::HashMap::new(),
+            next_idle_memo: None,
             res: SampleResult {
                 run_ns: vec![0; m.len()],
                 run_ns_loop: vec![0; m.len()],
@@ -540,7 +543,20 @@ impl<'a> Engine<'a> {
         }
         let mut newidle_cpu = None;
         if self.sharing() {
-            if let Some((at, c)) = self.idle_starts.next_after(self.lt(t), self.cur) {
+            // The next idle start after t is the same until it passes (or
+            // the probe moves): most steps reuse it instead of a search.
+            let lt = self.lt(t);
+            let upcoming = match self.next_idle_memo {
+                Some((at, c, skip)) if skip == self.cur && lt + super::load::EPS < at => {
+                    Some((at, c))
+                }
+                _ => {
+                    let n = self.idle_starts.next_after(lt, self.cur);
+                    self.next_idle_memo = n.map(|(at, c)| (at, c, self.cur));
+                    n
+                }
+            };
+            if let Some((at, c)) = upcoming {
                 let k = super::load::floor(at / self.load.period_ns) as u64;
                 let u = hash3(self.spec.seed, c as u64, k);
                 let j = -self.p.kernel.wakeup_jitter_us * 1e3 * (1.0 - u).ln();

@@ -112,6 +112,9 @@ pub struct IdleStarts {
     /// (offset of the idle start within the period, CPU), sorted.
     starts: Vec<(f64, usize)>,
     period_ns: f64,
+    /// The last query: (period start, offset, index): times only grow, so
+    /// the next query usually walks on from there instead of searching.
+    cursor: Option<(f64, f64, usize)>,
 }
 
 impl IdleStarts {
@@ -128,18 +131,29 @@ impl IdleStarts {
         IdleStarts {
             starts,
             period_ns: load.period_ns,
+            cursor: None,
         }
     }
 
     /// The first idle start strictly after `t` of a CPU other than `skip`.
-    pub fn next_after(&self, t: f64, skip: usize) -> Option<(f64, usize)> {
+    pub fn next_after(&mut self, t: f64, skip: usize) -> Option<(f64, usize)> {
         let n = self.starts.len();
         if n == 0 || (n == 1 && self.starts[0].1 == skip) {
             return None;
         }
         let x = (t - floor(t / self.period_ns) * self.period_ns).max(0.0);
         let base = t - x;
-        let i = self.starts.partition_point(|&(o, _)| o <= x + EPS);
+        let i = match self.cursor {
+            Some((b, x0, i0)) if b == base && x >= x0 => {
+                let mut i = i0;
+                while i < n && self.starts[i].0 <= x + EPS {
+                    i += 1;
+                }
+                i
+            }
+            _ => self.starts.partition_point(|&(o, _)| o <= x + EPS),
+        };
+        self.cursor = Some((base, x, i));
         for k in 0..n + 1 {
             let j = (i + k) % n;
             let wraps = ((i + k) / n) as f64;
@@ -181,7 +195,7 @@ mod tests {
         let m = machine();
         let l = LoadModel::new(&m, 60.0, 20_618_000.0, 1);
         let all: Vec<usize> = (0..m.len()).collect();
-        let idle = IdleStarts::new(&l, &all);
+        let mut idle = IdleStarts::new(&l, &all);
         let mut t = 3_000_000.0;
         for _ in 0..200 {
             let (at, c) = idle.next_after(t, 5).unwrap();
