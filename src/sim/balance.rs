@@ -267,6 +267,59 @@ pub fn nohz_idle_balance(e: &mut Engine) {
     }
 }
 
+/// sched_domain's proportional-newidle counters (update_newidle_stats).
+#[derive(Debug, Clone, Copy)]
+pub struct NewIdleStats {
+    calls: u32,
+    pub success: u32,
+    pub ratio: u32,
+    /// Load time up to which calls are counted; None: not yet, and the
+    /// load has run long before the sample (start from a long history).
+    upto: Option<f64>,
+}
+
+impl Default for NewIdleStats {
+    fn default() -> Self {
+        // sd_init()'s starting values.
+        NewIdleStats {
+            calls: 512,
+            success: 256,
+            ratio: 512,
+            upto: None,
+        }
+    }
+}
+
+impl NewIdleStats {
+    /// One more call with `success` weighted pulls.
+    pub fn calls_plus(&mut self, success: u32) {
+        self.calls += 1;
+        self.success += success;
+        if self.calls >= 1024 {
+            self.ratio = self.success;
+            self.calls /= 2;
+            self.success /= 2;
+        }
+    }
+
+    /// Counts the failed calls of the idle periods since last time.
+    pub fn catch_up(&mut self, lt: f64, period: f64) {
+        let from = self.upto.unwrap_or(lt - 60e9);
+        let mut k = super::load::floor((lt - from) / period).max(0.0) as u64;
+        self.upto = Some(from + k as f64 * period);
+        while k > 0 {
+            let step = k.min((1024 - self.calls.min(1023)) as u64);
+            self.calls += step as u32;
+            k -= step;
+            if self.calls >= 1024 {
+                self.ratio = self.success;
+                self.calls /= 2;
+                self.success /= 2;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

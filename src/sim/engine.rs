@@ -28,11 +28,13 @@
 //! node it runs on against where its pages are, its SMT sibling's worker,
 //! and after each move the refill of the caches it left.
 
+use super::balance::NewIdleStats;
 use super::balance::{self, Kind};
 use super::load::{IdleStarts, LoadModel};
 use super::machine::Machine;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
 use super::profile::Profile;
+pub use super::rng::{hash3, Rng};
 use crate::topology::Relation;
 
 /// Why the probe moved (the trace's causes).
@@ -97,37 +99,6 @@ pub struct SampleResult {
     pub events: u64,
 }
 
-/// A small, fast, seedable generator (SplitMix64 output function).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
-
-/// A stable pseudo-random value for (seed, a, b): the same event always
-/// gets the same jitter however often its time is proposed.
-fn hash3(seed: u64, a: u64, b: u64) -> f64 {
-    let mut r = Rng::new(seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.rotate_left(29));
-    r.unit()
-}
-
 /// Event kinds, in tie-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -137,59 +108,6 @@ enum Ev {
     NewIdle,
     Tick,
     NumaScan,
-}
-
-/// sched_domain's proportional-newidle counters (update_newidle_stats).
-#[derive(Debug, Clone, Copy)]
-struct NewIdleStats {
-    calls: u32,
-    success: u32,
-    ratio: u32,
-    /// Load time up to which calls are counted; None: not yet, and the
-    /// load has run long before the sample (start from a long history).
-    upto: Option<f64>,
-}
-
-impl Default for NewIdleStats {
-    fn default() -> Self {
-        // sd_init()'s starting values.
-        NewIdleStats {
-            calls: 512,
-            success: 256,
-            ratio: 512,
-            upto: None,
-        }
-    }
-}
-
-impl NewIdleStats {
-    /// One more call with `success` weighted pulls.
-    fn calls_plus(&mut self, success: u32) {
-        self.calls += 1;
-        self.success += success;
-        if self.calls >= 1024 {
-            self.ratio = self.success;
-            self.calls /= 2;
-            self.success /= 2;
-        }
-    }
-
-    /// Counts the failed calls of the idle periods since last time.
-    fn catch_up(&mut self, lt: f64, period: f64) {
-        let from = self.upto.unwrap_or(lt - 60e9);
-        let mut k = super::load::floor((lt - from) / period).max(0.0) as u64;
-        self.upto = Some(from + k as f64 * period);
-        while k > 0 {
-            let step = k.min((1024 - self.calls.min(1023)) as u64);
-            self.calls += step as u32;
-            k -= step;
-            if self.calls >= 1024 {
-                self.ratio = self.success;
-                self.calls /= 2;
-                self.success /= 2;
-            }
-        }
-    }
 }
 
 /// The earliest proposed event: (time, kind), ties to the lower kind.
@@ -696,3 +614,7 @@ impl<'a> Engine<'a> {
         self.m.relation(a, b)
     }
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

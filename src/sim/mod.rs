@@ -16,6 +16,7 @@ pub mod load;
 pub mod machine;
 pub mod numa;
 pub mod profile;
+pub mod rng;
 
 pub use engine::{Cause, Move, SampleResult, SampleSpec};
 pub use machine::Machine;

@@ -1,0 +1,83 @@
+//! The engine on cases with a known answer.
+
+use super::*;
+use crate::sim::{load::LoadModel, Machine, Profile};
+use crate::topology::presets;
+
+fn spec(m: &Machine, allowed: Vec<usize>, mem: MemPolicy, load: f64, seed: u64) -> SampleSpec {
+    let _ = m;
+    SampleSpec {
+        allowed,
+        mem,
+        forced: None,
+        numa: NumaKnobs::default(),
+        migration_cost_ns: 500_000.0,
+        load_percent: load,
+        period_ns: 20_618_000.0,
+        buffer_bytes: 64 << 20,
+        page_bytes: 4096,
+        accesses_per_iteration: 1 << 20,
+        iterations: 3,
+        seed,
+    }
+}
+
+#[test]
+fn alone_the_probe_runs_at_the_cost_models_speed() {
+    let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
+    let p = Profile::load("xeon-8167m").unwrap();
+    let load = LoadModel::new(&m, 0.0, 20_618_000.0, m.span_count());
+    let node1 = m.node_cpus[1].clone();
+    let s = spec(&m, node1, MemPolicy::Bind(0), 0.0, 7);
+    let r = Engine::new(&m, &p, &load, &s).run();
+    // No load: nothing but (maybe) the affinity move at start.
+    assert!(
+        r.moves.iter().all(|mv| mv.cause == Cause::Affinity),
+        "{:?}",
+        r.moves
+    );
+    let per_access = p.access_ns(64 << 20, p.dram_ns(21));
+    let want = per_access * (1u64 << 20) as f64;
+    for &it in &r.iterations_ns {
+        assert!(
+            (it as f64 - want).abs() < 1e-6 * want + 2.0,
+            "{it} vs {want}"
+        );
+    }
+    assert_eq!(r.pages_after_warm_up, vec![16384, 0], "bound to node 0");
+}
+
+#[test]
+fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
+    let m = Machine::new(&presets::find("epyc-7551-8n").unwrap().topology()).unwrap();
+    let p = Profile::load("epyc-7551").unwrap();
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let node0 = m.node_cpus[0].clone();
+    let s = spec(&m, node0.clone(), MemPolicy::Bind(0), 60.0, 3);
+    let r = Engine::new(&m, &p, &load, &s).run();
+    assert!(r.moves.len() > 10, "60% load moves it");
+    for mv in r.moves.iter().skip(1) {
+        assert!(node0.contains(&mv.to), "{mv:?} leaves the allowed CPUs");
+    }
+    let run: u64 = r.run_ns_loop.iter().sum();
+    let loop_ns: u64 = r.iterations_ns.iter().sum();
+    // Running time is the loop's wall time less the waits behind workers.
+    assert!(
+        run <= loop_ns + 1000 && run * 2 >= loop_ns,
+        "{run} of {loop_ns}"
+    );
+    // The same seed gives the same sample; another seed another one.
+    let again = Engine::new(&m, &p, &load, &s).run();
+    assert_eq!(again.moves, r.moves);
+    let other = Engine::new(
+        &m,
+        &p,
+        &load,
+        &SampleSpec {
+            seed: 4,
+            ..s.clone()
+        },
+    )
+    .run();
+    assert_ne!(other.moves, r.moves);
+}
