@@ -20,6 +20,7 @@ pub mod probe;
 pub mod report;
 pub mod stats;
 pub mod sys;
+pub mod table;
 pub mod topology;
 pub mod trace;
 pub mod units;

@@ -16,6 +16,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod observer;
+pub mod rows;
 pub mod text;
 pub mod traced;
 
