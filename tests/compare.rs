@@ -87,6 +87,7 @@ fn write_traced_run(
                 wall_ns: 1,
                 probe: p,
                 trace: trace.clone(),
+                stop: None,
             };
             record::append_sample(dir, &rec).unwrap();
             seq += 1;

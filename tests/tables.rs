@@ -7,8 +7,9 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
 //! tables`, then read the diff of the .snap files before committing.
 
+use numalab::experiment::adaptive::{self, StopReason};
 use numalab::experiment::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef};
+use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Precision};
 use numalab::jobs::{render as jobs_render, Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::probe::record::ProbeRecord;
 use numalab::report::{self, Format};
@@ -91,6 +92,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
             wall_ns: 1,
             probe: p,
             trace: None,
+            stop: None,
         };
         f(&mut rec);
         samples.push(rec);
@@ -158,6 +160,52 @@ fn report_csv() {
 #[test]
 fn report_json() {
     insta::assert_snapshot!(report(Format::Json));
+}
+
+/// The run as an adaptive one (`run --precision 45 --min-samples 2
+/// --max-samples 3`): the record of the sample each row stopped at carries
+/// why, as the runner writes it.
+fn adaptive_report(f: Format) -> String {
+    let (mut meta, mut samples) = run();
+    meta.spec.precision = Some(Precision {
+        pct: 45.0,
+        min_samples: 2,
+        max_samples: 3,
+    });
+    let stops = adaptive::stops(&meta, &samples);
+    // [00] 41.4% at n = 3; [01] 49.7% and [04], [05] 53.5%: out of samples.
+    let reasons: Vec<(usize, StopReason, u32)> =
+        stops.iter().map(|(r, s)| (*r, s.reason, s.n)).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (0, StopReason::Precision, 3),
+            (1, StopReason::MaxSamples, 3),
+            (4, StopReason::MaxSamples, 3),
+            (5, StopReason::MaxSamples, 3)
+        ]
+    );
+    for rec in samples.iter_mut() {
+        if let Some(s) = stops.get(&rec.row).filter(|s| s.n == rec.sample + 1) {
+            rec.stop = Some(s.clone());
+        }
+    }
+    report::render(&meta, &samples, f)
+}
+
+#[test]
+fn report_adaptive_text() {
+    insta::assert_snapshot!(adaptive_report(Format::Text));
+}
+
+#[test]
+fn report_adaptive_markdown() {
+    insta::assert_snapshot!(adaptive_report(Format::Markdown));
+}
+
+#[test]
+fn report_adaptive_csv() {
+    insta::assert_snapshot!(adaptive_report(Format::Csv));
 }
 
 /// The CSV is the serialized row model: one line per row, every line as

@@ -5,6 +5,7 @@
 //! spec ([`spec`]) -> plan ([`plan`]) -> backend ([`backend`]) -> records
 //! ([`record`]) -> reports (`crate::report`).
 
+pub mod adaptive;
 pub mod backend;
 pub mod knobs;
 pub mod plan;

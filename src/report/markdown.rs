@@ -16,18 +16,17 @@ pub fn render(
     }
     let _ = writeln!(
         out,
-        "- **Nodes**: A={} B={}; backend {}; samples {}/{}\n",
+        "- **Nodes**: A={} B={}; backend {}; samples {}\n",
         meta.node_a,
         meta.node_b,
         meta.backend,
-        samples.len(),
-        meta.planned_samples
+        super::recorded(meta, samples)
     );
     for n in notes {
         let _ = writeln!(out, "> **warning**: {n}\n");
     }
     let rows = super::rows::rows(stats);
-    out.push_str(&super::rows::markdown_table(&rows).markdown());
+    out.push_str(&super::rows::markdown_table(&rows, meta.spec.precision.is_some()).markdown());
     let traced = super::rows::traced_table(&rows);
     if !traced.is_empty() {
         out.push_str("\n## Traced migrations\n\n");

@@ -51,6 +51,14 @@ pub struct ReportRow {
     pub traced_cross_wakeup: Option<f64>,
     pub traced_cross_numa_balancing: Option<f64>,
     pub traced_lost_events: Option<u64>,
+    // Adaptive sampling (`run --precision`).
+    /// The precision reached: ci95_s / avg_s x 100.
+    pub precision_pct: Option<f64>,
+    /// Why the row stopped sampling: `precision` or `max_samples`; empty
+    /// while it still samples and in fixed runs.
+    pub stop_reason: Option<crate::experiment::adaptive::StopReason>,
+    /// Position in the run's order of the sample it stopped at.
+    pub stop_seq: Option<u64>,
 }
 
 impl ReportRow {
@@ -97,6 +105,20 @@ impl ReportRow {
             traced_cross_wakeup: tf(|t| t.cross_wakeup),
             traced_cross_numa_balancing: tf(|t| t.cross_numa_balancing),
             traced_lost_events: tr.map(|t| t.lost_events),
+            precision_pct: s.precision_pct,
+            stop_reason: s.stop.as_ref().map(|s| s.reason),
+            stop_seq: s.stop_seq,
+        }
+    }
+
+    /// `precision` / `max-samples` for a row that stopped, `sampling`
+    /// for one that has not yet.
+    pub fn stopped(&self) -> String {
+        use crate::experiment::adaptive::StopReason;
+        match self.stop_reason {
+            Some(StopReason::Precision) => "precision".into(),
+            Some(StopReason::MaxSamples) => "max-samples".into(),
+            None => "sampling".into(),
         }
     }
 
@@ -162,34 +184,47 @@ pub fn rfc_table(stats: &[RowStats]) -> Table {
     t
 }
 
-/// What the RFC's table lacked, for the rows that run: n, the CI, moves,
-/// time on the memory's node, flags.
-pub fn extra_table(rows: &[ReportRow]) -> Table {
+/// What the RFC's table lacked, for the rows that run: n, the CI, the
+/// precision reached (CI as % of the mean), with `adaptive` why the row
+/// stopped, moves, time on the memory's node, flags.
+pub fn extra_table(rows: &[ReportRow], adaptive: bool) -> Table {
     let mut t = Table::new()
         .left("Row")
         .right("n")
         .right("±95%CI")
+        .right("±%mean");
+    if adaptive {
+        t = t.left("stopped");
+    }
+    let mut t = t
         .right("xnode/sample")
         .right("migr/sample")
         .right("on-mem-node")
         .left("flags");
     for r in rows.iter().filter(|r| r.skipped.is_none()) {
-        t.row(vec![
+        let mut cells = vec![
             r.label(),
             r.n.to_string(),
             r.ci95_s.map_or("-".into(), |c| format!("±{c:.2}")),
+            r.precision_pct.map_or("-".into(), |p| format!("±{p:.1}%")),
+        ];
+        if adaptive {
+            cells.push(r.stopped());
+        }
+        cells.extend([
             num(r.cross_node_mean, 1, "-"),
             num(r.kernel_migrations_mean, 1, "-"),
             r.on_mem_node_pct_mean
                 .map_or("-".into(), |p| format!("{p:.1}%")),
             r.flags().join(" "),
         ]);
+        t.row(cells);
     }
     t
 }
 
 /// Every column of both text tables in one, for Markdown.
-pub fn markdown_table(rows: &[ReportRow]) -> Table {
+pub fn markdown_table(rows: &[ReportRow], adaptive: bool) -> Table {
     let mut t = Table::new()
         .left("Row")
         .left("PNID")
@@ -202,6 +237,11 @@ pub fn markdown_table(rows: &[ReportRow]) -> Table {
         .right("min")
         .right("stdv")
         .right("±95% CI")
+        .right("±% of mean");
+    if adaptive {
+        t = t.left("stopped");
+    }
+    let mut t = t
         .right("x-node/sample")
         .right("migr/sample")
         .right("on mem node")
@@ -216,7 +256,7 @@ pub fn markdown_table(rows: &[ReportRow]) -> Table {
             Some(why) => notes.push(format!("skipped: {why}")),
             None => notes.extend(r.flags()),
         }
-        t.row(vec![
+        let mut cells = vec![
             r.label(),
             r.pnid.to_string(),
             r.nb.to_string(),
@@ -228,6 +268,18 @@ pub fn markdown_table(rows: &[ReportRow]) -> Table {
             f(r.min_s, 2),
             f(r.stdv_s, 2),
             f(r.ci95_s, 2),
+            r.precision_pct
+                .map(|p| format!("{p:.1}%"))
+                .unwrap_or_default(),
+        ];
+        if adaptive {
+            cells.push(if r.skipped.is_some() {
+                String::new()
+            } else {
+                r.stopped()
+            });
+        }
+        cells.extend([
             f(r.cross_node_mean, 1),
             f(r.kernel_migrations_mean, 1),
             r.on_mem_node_pct_mean
@@ -235,6 +287,7 @@ pub fn markdown_table(rows: &[ReportRow]) -> Table {
                 .unwrap_or_default(),
             notes.join(", "),
         ]);
+        t.row(cells);
     }
     t
 }

@@ -16,12 +16,11 @@ pub fn render(
     }
     let _ = writeln!(
         out,
-        "Nodes: A={} B={}  Backend: {}  Samples recorded: {}/{}{}",
+        "Nodes: A={} B={}  Backend: {}  Samples recorded: {}{}",
         meta.node_a,
         meta.node_b,
         meta.backend,
-        samples.len(),
-        meta.planned_samples,
+        super::recorded(meta, samples),
         if meta.end_unix_s.is_some() {
             ""
         } else {
@@ -35,7 +34,7 @@ pub fn render(
     out.push('\n');
     out.push_str(&super::rows::rfc_table(stats).text());
     out.push('\n');
-    out.push_str(&super::rows::extra_table(&rows).text());
+    out.push_str(&super::rows::extra_table(&rows, meta.spec.precision.is_some()).text());
     out.push_str(&super::traced::render_text(&rows, samples));
     out
 }
