@@ -13,7 +13,7 @@
 //! prettytable) draw box-drawing text tables but do not write the plain
 //! aligned layout the RFC's table and the reports use (no borders, a lone
 //! `|` between column groups, gaps between blocks) together with Markdown
-//! from the same definition; this is under a hundred lines.
+//! from the same definition; this is about 150 lines.
 
 use serde::Serialize;
 
