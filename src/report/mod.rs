@@ -1,5 +1,8 @@
 //! Reports, rebuilt from the records alone (run.json + samples.jsonl), in
 //! one exporter file per format. Real and simulated runs share this path.
+//! JSON carries the per-row statistics ([`RowStats`]) whole; the text,
+//! Markdown and CSV tables are views of one flat row model
+//! ([`rows::ReportRow`]) through the one table writer ([`crate::table`]).
 //!
 //! Each row's time is the probe's timed loop (`timing.total_ns`) in seconds,
 //! as the RFC's table gives it. Beyond the RFC's columns: the 95% confidence
