@@ -316,6 +316,14 @@ fn percent(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A positive, finite percentage (a precision target).
+fn positive_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a positive percentage")),
+    }
+}
+
 /// A positive, finite number of seconds.
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -365,8 +373,25 @@ pub struct RunArgs {
     pub nodes: Option<String>,
 
     /// Samples per row (default 64, as the RFC).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "precision")]
     pub samples: Option<u32>,
+
+    /// Adaptive sampling: a row stops once the half-width of its mean's
+    /// 95% confidence interval is within P percent of the mean (at least
+    /// --min-samples, at most --max-samples a row). Rounds stay
+    /// interleaved in a seeded order.
+    #[arg(long, value_name = "P", value_parser = positive_pct, allow_hyphen_values = true)]
+    pub precision: Option<f64>,
+
+    /// With --precision: the fewest samples a row takes (at least 2).
+    #[arg(long, value_name = "N", requires = "precision",
+          value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_samples: Option<u32>,
+
+    /// With --precision: the most samples a row takes.
+    #[arg(long, value_name = "N", requires = "precision",
+          value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_samples: Option<u32>,
 
     /// About a minute on a small machine: 4 samples, 128 MiB, 4 passes.
     #[arg(long)]

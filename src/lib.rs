@@ -22,6 +22,7 @@ pub mod report;
 pub mod sim;
 pub mod stats;
 pub mod sys;
+pub mod table;
 pub mod topology;
 pub mod trace;
 pub mod units;

@@ -56,6 +56,49 @@ fn bad_run_specs_exit_2_before_any_change() {
             "run.json",
         ),
         (vec!["report", "/nonexistent-numalab-run"], "run.json"),
+        // Adaptive sampling (issue 11): P > 0, 2 <= min <= max.
+        (
+            vec!["run", "--precision", "0", "--out", out_s],
+            "\"0\" is not a positive percentage",
+        ),
+        (
+            vec!["run", "--precision", "-1", "--out", out_s],
+            "is not a positive percentage",
+        ),
+        (
+            vec![
+                "run",
+                "--precision",
+                "2",
+                "--min-samples",
+                "1",
+                "--out",
+                out_s,
+            ],
+            "invalid value '1' for '--min-samples",
+        ),
+        (
+            vec![
+                "run",
+                "--precision",
+                "2",
+                "--min-samples",
+                "10",
+                "--max-samples",
+                "5",
+                "--out",
+                out_s,
+            ],
+            "min-samples 10 is more than max-samples 5",
+        ),
+        (
+            vec!["run", "--min-samples", "5", "--out", out_s],
+            "--precision",
+        ),
+        (
+            vec!["run", "--precision", "2", "--samples", "8", "--out", out_s],
+            "cannot be used with",
+        ),
         (vec!["probe", "--interleave", "0,9"], "token \"9\""),
         (vec!["topo", "--nodes", "x"], "token \"x\""),
     ] {

@@ -1,7 +1,8 @@
 //! `numalab compare` (issue 11): rows matched by parameters with nodes named
 //! A/B per run (not by row number), the numbers against values worked out
 //! here by hand, Holm marks, warnings, exit 2 on unusable input, every
-//! format on one fixed input, and that compare writes nothing.
+//! format on one fixed input (insta snapshots), and that compare writes
+//! nothing.
 
 use numalab::compare::{self, render};
 use numalab::experiment::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
@@ -87,6 +88,7 @@ fn write_traced_run(
                 wall_ns: 1,
                 probe: p,
                 trace: trace.clone(),
+                stop: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;
@@ -332,67 +334,26 @@ fn rendered(f: Format) -> String {
         .replace(tmp.path().to_str().unwrap(), "TMP")
 }
 
+// Every format of one fixed comparison, as insta snapshots
+// (tests/snapshots/compare__*.snap).
 #[test]
 fn text_snapshot() {
-    assert_eq!(
-        rendered(Format::Text),
-        r#"BASE  TMP/base: kernel 6.8, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
-OTHER1 TMP/other: kernel 6.9, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
-warning: kernel differs: BASE TMP/base has 6.8, TMP/other has 6.9
-
-OTHER1 TMP/other vs BASE TMP/base
-Parameters                     n         BASE s   n        OTHER s   change        p      g       xnode       on-mem
---------------------------------------------------------------------------------------------------------------------
-PNID: -1 NB: 1 Mem: A CPU: A   3   2.000 ±2.484   3   5.000 ±2.484  +150.0%  0.0213*  +2.40     0.0>1.0  100.0>100.0
-PNID: -1 NB: 1 Mem: A CPU: F   3   2.000 ±2.484   3   2.000 ±2.484    +0.0%   1.0000  +0.00     0.0>1.0  100.0>100.0
-summary: TMP/other: geometric mean of OTHER/BASE over 2 rows 1.5811 (+58.1%); significantly faster: 0, slower: 1
-
-* significant: Welch's two-sided p, Holm-Bonferroni over each OTHER's compared rows at alpha = 0.05: sort p ascending, reject while p_(i) <= alpha/(m-i+1).
-change = (OTHER-BASE)/BASE*100 of the mean time (the probe's timed loop, s, ±95% CI half-width); g = Hedges' g = J*(mean_O-mean_B)/s_pooled, J = 1-3/(4(n_B+n_O)-9), positive: OTHER slower.
-xnode: mean cross-node moves per sample; on-mem: mean % of time on the memory's node; BASE>OTHER, from the probe's own sampling of its CPU (not traced).
-"#
-    );
+    insta::assert_snapshot!(rendered(Format::Text));
 }
 
 #[test]
 fn markdown_snapshot() {
-    assert_eq!(
-        rendered(Format::Markdown),
-        r#"# numalab compare
-
-- BASE  TMP/base: kernel 6.8, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
-- OTHER1 TMP/other: kernel 6.9, 4 CPUs, sim, nodes A=0 B=1, load 60%, 6 samples
-
-> **warning:** kernel differs: BASE TMP/base has 6.8, TMP/other has 6.9
-
-## OTHER1 `TMP/other` vs BASE `TMP/base`
-
-| Parameters | n | BASE s | n | OTHER s | change | p | g | xnode | on-mem |
-|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|
-| PNID: -1 NB: 1 Mem: A CPU: A | 3 | 2.000 ±2.484 | 3 | 5.000 ±2.484 | +150.0% | 0.0213\* | +2.40 | 0.0>1.0 | 100.0>100.0 |
-| PNID: -1 NB: 1 Mem: A CPU: F | 3 | 2.000 ±2.484 | 3 | 2.000 ±2.484 | +0.0% | 1.0000 | +0.00 | 0.0>1.0 | 100.0>100.0 |
-
-Summary: TMP/other: geometric mean of OTHER/BASE over 2 rows 1.5811 (+58.1%); significantly faster: 0, slower: 1
-
-\* significant: Welch's two-sided p, Holm-Bonferroni over each OTHER's compared rows at alpha = 0.05: sort p ascending, reject while p_(i) <= alpha/(m-i+1).
-
-change = (OTHER-BASE)/BASE\*100 of the mean time (the probe's timed loop, s, ±95% CI half-width); g = Hedges' g = J\*(mean_O-mean_B)/s_pooled, J = 1-3/(4(n_B+n_O)-9), positive: OTHER slower.
-
-xnode: mean cross-node moves per sample; on-mem: mean % of time on the memory's node; BASE>OTHER, from the probe's own sampling of its CPU (not traced).
-
-"#
-    );
+    insta::assert_snapshot!(rendered(Format::Markdown));
 }
 
 #[test]
 fn csv_snapshot() {
-    assert_eq!(
-        rendered(Format::Csv),
-        r#"base_dir,other_dir,params,pnid,nb,mem,cpu,migration_cost_ns,knobs,base_row,other_row,base_n,base_mean_s,base_ci95_s,other_n,other_mean_s,other_ci95_s,change_pct,t,df,p,hedges_g,holm_threshold,significant,moves_source,base_cross_node,other_cross_node,base_on_mem_node_pct,other_on_mem_node_pct
-TMP/base,TMP/other,PNID: -1 NB: 1 Mem: A CPU: A,-1,1,A,A,,,0,0,3,2.0,2.4841377117503294,3,5.0,2.4841377117503294,150.0,3.6742346141747673,4.0,0.021311641128756775,2.4000000000000004,0.025,true,probe,0.0,1.0,100.0,100.0
-TMP/base,TMP/other,PNID: -1 NB: 1 Mem: A CPU: F,-1,1,A,F,,,1,1,3,2.0,2.4841377117503294,3,2.0,2.4841377117503294,0.0,0.0,4.0,1.0,0.0,0.05,false,probe,0.0,1.0,100.0,100.0
-"#
-    );
+    insta::assert_snapshot!(rendered(Format::Csv));
+}
+
+#[test]
+fn json_snapshot() {
+    insta::assert_snapshot!(rendered(Format::Json));
 }
 
 #[test]

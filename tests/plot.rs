@@ -97,6 +97,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
                 wall_ns: 1,
                 probe: p,
                 trace,
+                stop: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;

@@ -29,6 +29,7 @@ const SPECS: &[&str] = &[
      [[blocks]]\npnid = -1\nnb = 0\n\n[[blocks]]\npnid = \"A\"\nnb = 1\n\n\
      [probe]\npattern = \"chase\"\nsize = \"1G\"\ncounts = 4\nthp = \"off\"\nobserve_every = 4096\n",
     "cpu = [\"0\", \"1\"]\nmem = [\"1\"]\n[[blocks]]\npnid = 1\nnb = 1\n",
+    "samples = 32\n[precision]\npct = 2.5\nmin_samples = 4\nmax_samples = 32\n",
     "[[blocks]]\npnid = \"A\"\nnb = 1\nknobs = { \"sched/numa_balancing/scan_delay_ms\" = \"4294967295\", \
      \"kernel.numa_balancing_promote_rate_limit_MBps\" = \"65536\" }\n",
 ];
@@ -77,6 +78,7 @@ fn sample(seq: u64) -> SampleRecord {
         wall_ns: 1_000_000 + seq,
         probe: serde_json::from_str(PROBE).unwrap(),
         trace: None,
+        stop: None,
     }
 }
 

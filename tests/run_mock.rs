@@ -105,7 +105,7 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
     assert_eq!(text, report::render(&meta, &samples, Format::Text));
     assert!(text.contains("NumSamples: 3\n"), "{text}");
-    assert!(text.contains("Avg max min stdv | Test Parameters"));
+    assert!(text.contains("Row       Avg   max   min  stdv | Test Parameters\n"));
     let flagged: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("knobs-changed x1"))
@@ -118,8 +118,10 @@ fn interrupted_run_resumes_to_exactly_the_plan_and_restores_knobs() {
     assert_eq!(changed, 1, "the record keeps which knob changed");
     let row9 = text.lines().find(|l| l.starts_with("[09] ")).unwrap();
     assert!(row9.ends_with("| PNID: -1 NB: 1 Mem: 0 CPU: 0"), "{row9}");
+    let row18 = text.lines().find(|l| l.starts_with("[18] ")).unwrap();
     assert!(
-        text.contains("[18] skipped | PNID: 0 NB: 1 Mem: 0 CPU: 0 (no PNID interface"),
+        row18.contains(" skipped ")
+            && row18.contains("| PNID: 0 NB: 1 Mem: 0 CPU: 0 (no PNID interface"),
         "{text}"
     );
     let csv = report::render(&meta, &samples, Format::Csv);

@@ -4,7 +4,7 @@ use crate::cli::{BackendKind, RunArgs};
 use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
 use crate::experiment::simulated::Sim;
-use crate::experiment::spec::{ExperimentSpec, PnidRef};
+use crate::experiment::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::experiment::{record, runner};
 use crate::report::{self, Format};
 use crate::sys::signals::Stop;
@@ -98,6 +98,16 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     }
     if let Some(v) = a.seed {
         spec.seed = v;
+    }
+    if let Some(pct) = a.precision {
+        let p = Precision {
+            pct,
+            min_samples: a.min_samples.unwrap_or(Precision::DEFAULT_MIN),
+            max_samples: a.max_samples.unwrap_or(Precision::DEFAULT_MAX),
+        };
+        p.check()?; // min <= max, exit 2 before anything is planned
+        spec.samples = p.max_samples;
+        spec.precision = Some(p);
     }
     spec.check()?;
     Ok(spec)

@@ -1,9 +1,11 @@
-//! A [`Comparison`] as text, Markdown, CSV (one line per row and OTHER run,
-//! serialized from [`CsvLine`] so header and fields cannot drift) or JSON
-//! (schema [`super::SCHEMA`]).
+//! A [`Comparison`] as JSON (schema [`super::SCHEMA`], the whole document)
+//! or as tables: text, Markdown and CSV are views of one row model,
+//! [`CmpRow`] (a row against one OTHER run), the CSV serialized from it and
+//! the text and Markdown tables through [`crate::table`].
 
-use super::{Comparison, RowCmp, Side, Versus};
+use super::{Comparison, RowCmp, Versus};
 use crate::report::Format;
+use crate::table::Table;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -44,29 +46,56 @@ fn legend(c: &Comparison) -> Vec<String> {
     ]
 }
 
-fn t(s: &Side) -> String {
-    match s.ci95_s {
-        Some(ci) => format!("{:.3} ±{:.3}", s.mean_s, ci),
-        None => format!("{:.3}", s.mean_s),
+fn time(mean: f64, ci: Option<f64>) -> String {
+    match ci {
+        Some(ci) => format!("{mean:.3} ±{ci:.3}"),
+        None => format!("{mean:.3}"),
     }
 }
 
-fn p(v: &Versus) -> String {
-    let mark = if v.significant { "*" } else { "" };
-    match v.p {
+fn p(r: &CmpRow) -> String {
+    let mark = if r.significant { "*" } else { "" };
+    match r.p {
         Some(p) if p < 1e-4 => format!("<0.0001{mark}"),
         Some(p) => format!("{p:.4}{mark}"),
         None => "-".into(),
     }
 }
 
-fn g(v: &Versus) -> String {
-    v.hedges_g.map_or("-".into(), |g| format!("{g:+.2}"))
+fn pair(a: Option<f64>, b: Option<f64>, prec: usize) -> String {
+    let f = |x: Option<f64>| crate::table::num(x, prec, "-");
+    format!("{}>{}", f(a), f(b))
 }
 
-fn pair(a: Option<f64>, b: Option<f64>, prec: usize) -> String {
-    let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.prec$}"));
-    format!("{}>{}", f(a), f(b))
+/// The rows against OTHER `run`, as a table.
+fn table(c: &Comparison, run: usize) -> Table {
+    let mut t = Table::new()
+        .left("Parameters")
+        .right("n")
+        .right("BASE s")
+        .right("n")
+        .right("OTHER s")
+        .right("change")
+        .right("p")
+        .right("g")
+        .right("xnode")
+        .right("on-mem");
+    for r in &c.rows {
+        let l = row(c, r, &r.versus[run - 1]);
+        t.row(vec![
+            l.params.to_string(),
+            l.base_n.to_string(),
+            time(l.base_mean_s, l.base_ci95_s),
+            l.other_n.to_string(),
+            time(l.other_mean_s, l.other_ci95_s),
+            format!("{:+.1}%", l.change_pct),
+            p(&l),
+            l.hedges_g.map_or("-".into(), |g| format!("{g:+.2}")),
+            pair(l.base_cross_node, l.other_cross_node, 1),
+            pair(l.base_on_mem_node_pct, l.other_on_mem_node_pct, 1),
+        ]);
+    }
+    t
 }
 
 fn summary_line(c: &Comparison, run: usize) -> String {
@@ -115,35 +144,13 @@ fn text(c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
-    let pw = c.rows.iter().map(|r| r.params.len()).max().unwrap_or(10);
     for run in 1..c.runs.len() {
         let _ = writeln!(
             out,
             "\nOTHER{run} {} vs BASE {}",
             c.runs[run].dir, c.runs[0].dir
         );
-        let head = format!(
-            "{:<pw$} {:>3} {:>14} {:>3} {:>14} {:>8} {:>8} {:>6} {:>11} {:>12}",
-            "Parameters", "n", "BASE s", "n", "OTHER s", "change", "p", "g", "xnode", "on-mem"
-        );
-        let _ = writeln!(out, "{head}\n{}", "-".repeat(head.chars().count()));
-        for r in &c.rows {
-            let v = &r.versus[run - 1];
-            let _ = writeln!(
-                out,
-                "{:<pw$} {:>3} {:>14} {:>3} {:>14} {:>+7.1}% {:>8} {:>6} {:>11} {:>12}",
-                r.params,
-                r.base.n,
-                t(&r.base),
-                v.other.n,
-                t(&v.other),
-                v.change_pct,
-                p(v),
-                g(v),
-                pair(r.base.cross_node, v.other.cross_node, 1),
-                pair(r.base.on_mem_node_pct, v.other.on_mem_node_pct, 1)
-            );
-        }
+        out.push_str(&table(c, run).text());
         let _ = writeln!(out, "summary: {}", summary_line(c, run));
     }
     out.push('\n');
@@ -176,27 +183,7 @@ fn markdown(c: &Comparison) -> String {
             "\n## OTHER{run} `{}` vs BASE `{}`\n",
             c.runs[run].dir, c.runs[0].dir
         );
-        out.push_str(
-            "| Parameters | n | BASE s | n | OTHER s | change | p | g | xnode | on-mem |\n\
-             |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-        );
-        for r in &c.rows {
-            let v = &r.versus[run - 1];
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {:+.1}% | {} | {} | {} | {} |",
-                r.params,
-                r.base.n,
-                t(&r.base),
-                v.other.n,
-                t(&v.other),
-                v.change_pct,
-                p(v).replace('*', "\\*"),
-                g(v),
-                pair(r.base.cross_node, v.other.cross_node, 1),
-                pair(r.base.on_mem_node_pct, v.other.on_mem_node_pct, 1)
-            );
-        }
+        out.push_str(&table(c, run).markdown().replace('*', "\\*"));
         let _ = writeln!(out, "\nSummary: {}", summary_line(c, run));
     }
     out.push('\n');
@@ -212,9 +199,9 @@ fn markdown(c: &Comparison) -> String {
     out
 }
 
-/// One CSV line: a row against one OTHER run.
+/// The row model: a row against one OTHER run.
 #[derive(Debug, Serialize)]
-pub struct CsvLine<'a> {
+pub struct CmpRow<'a> {
     pub base_dir: &'a str,
     pub other_dir: &'a str,
     pub params: &'a str,
@@ -246,8 +233,8 @@ pub struct CsvLine<'a> {
     pub other_on_mem_node_pct: Option<f64>,
 }
 
-fn csv_line<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CsvLine<'a> {
-    CsvLine {
+pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
+    CmpRow {
         base_dir: &c.runs[0].dir,
         other_dir: &c.runs[v.run].dir,
         params: &r.params,
@@ -281,11 +268,7 @@ fn csv_line<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CsvLine<'a> 
 }
 
 fn csv(c: &Comparison) -> anyhow::Result<String> {
-    let mut w = ::csv::Writer::from_writer(Vec::new());
-    for run in 1..c.runs.len() {
-        for r in &c.rows {
-            w.serialize(csv_line(c, r, &r.versus[run - 1]))?;
-        }
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    let lines =
+        (1..c.runs.len()).flat_map(|run| c.rows.iter().map(move |r| row(c, r, &r.versus[run - 1])));
+    crate::table::csv(lines)
 }

@@ -6,6 +6,7 @@
 //! or the simulator in [`simulated`]) -> records
 //! ([`record`]) -> reports (`crate::report`).
 
+pub mod adaptive;
 pub mod backend;
 pub mod knobs;
 pub mod plan;

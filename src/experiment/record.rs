@@ -80,6 +80,10 @@ pub struct SampleRecord {
     /// The kernel's trace of the probe (`run --trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::record::SampleTrace>,
+    /// Adaptive runs (`run --precision`): on the sample a row stopped at,
+    /// why it stopped ([`super::adaptive::RowStop`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<super::adaptive::RowStop>,
 }
 
 pub fn meta_path(dir: &Path) -> PathBuf {
@@ -434,6 +438,7 @@ mod tests {
             wall_ns: 1,
             probe,
             trace: None,
+            stop: None,
         })
         .unwrap();
         let e = append_sample(&dir, &rec, true).unwrap_err();

@@ -11,15 +11,14 @@
 //! the file but are not counted, so a pair never counts twice, and the
 //! observer gets them as lasting notes for every report.
 
+use super::adaptive::Schedule;
 use super::backend::{skip_reason, Backend, Sampled};
-use super::plan;
 use super::record::{self, RunMeta, SampleRecord, SamplesFile, RUN_SCHEMA, SAMPLE_SCHEMA};
 use super::spec::{ExperimentSpec, Row};
 use crate::error::usage;
 use crate::sys::signals::{Interrupted, Stop};
 use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -142,30 +141,29 @@ pub fn execute(
     let found = record::read_samples(dir, &meta)?;
     found.require_clean()?;
     record::drop_torn_tail(&found)?;
-    let done: BTreeSet<(usize, u32)> = found.records.iter().map(|s| (s.row, s.sample)).collect();
-    let order = plan::order(&meta.rows, meta.spec.samples, meta.spec.seed);
-    let todo: Vec<(u64, (usize, u32))> = order
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !done.contains(p))
-        .map(|(i, p)| (i as u64, *p))
-        .collect();
-    let planned = order.len() as u64;
-    observer.on_plan(&meta, &found, todo.len() as u64)?;
-    backend.plan(
-        &meta.rows,
-        &todo.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
-    );
+    // Fixed or adaptive (`--precision`), rebuilt from the records.
+    let mut schedule = Schedule::new(&meta, &found.records);
+    let planned = schedule.planned(&found.records);
+    observer.on_plan(
+        &meta,
+        &found,
+        planned.saturating_sub(found.records.len() as u64),
+    )?;
     let mut samples = found.records;
     let started = Instant::now();
     let (mut probe_wall, mut probe_loop) = (0u64, 0u64);
     let mut last_sync = Instant::now() - SYNC_EVERY;
-    for (seq, (row_id, sample)) in todo {
+    while let Some((seq, (row_id, sample))) = schedule.next(&samples) {
+        // A backend that works ahead learns what comes next, this sample
+        // first (a no-op for the host).
+        let mut ahead = vec![(row_id, sample)];
+        ahead.extend(schedule.upcoming());
+        backend.plan(&meta.rows, &ahead);
         if stop.is_set() {
             break;
         }
         let row = meta.rows[row_id].clone();
-        observer.on_sample_start(&row, samples.len() as u64, planned);
+        observer.on_sample_start(&row, samples.len() as u64, schedule.planned(&samples));
         backend.prepare(&row, guard)?;
         let Sampled {
             probe,
@@ -181,6 +179,8 @@ pub fn execute(
         };
         probe_wall += wall_ns;
         probe_loop += probe.timing.total_ns;
+        let time_s = probe.timing.total_ns as f64 / 1e9;
+        let row_stop = schedule.stop_with(&samples, row_id, sample, time_s);
         let rec = SampleRecord {
             schema: SAMPLE_SCHEMA.into(),
             row: row_id,
@@ -193,6 +193,7 @@ pub fn execute(
             wall_ns,
             probe,
             trace,
+            stop: row_stop,
         };
         // Each sample reaches the disk before the next starts, unless
         // samples come faster than every SYNC_EVERY (the simulator): then
@@ -208,6 +209,7 @@ pub fn execute(
     record::sync_samples(dir)?;
     let run_wall_ns = started.elapsed().as_nanos() as u64;
     guard.restore()?;
+    let planned = schedule.planned(&samples);
     if samples.len() as u64 >= planned && meta.end_unix_s.is_none() {
         meta.end_unix_s = Some(now_s());
         record::write_meta(dir, &meta)?;

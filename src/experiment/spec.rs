@@ -113,6 +113,58 @@ pub struct ExperimentSpec {
     pub probe: ProbeParams,
     /// Trace every sample with the kernel's scheduler events (`run --trace`).
     pub trace: bool,
+    /// Adaptive sampling (`run --precision`): rows stop once precise
+    /// enough, `samples` is then their most ([`super::adaptive`]). Absent:
+    /// every row takes `samples`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+}
+
+/// The adaptive rule: a row stops once the half-width of its mean's 95%
+/// confidence interval is within `pct` percent of the mean, after at least
+/// `min_samples` and at most `max_samples` samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Precision {
+    pub pct: f64,
+    #[serde(default = "Precision::default_min")]
+    pub min_samples: u32,
+    #[serde(default = "Precision::default_max")]
+    pub max_samples: u32,
+}
+
+impl Precision {
+    pub const DEFAULT_MIN: u32 = 5;
+    pub const DEFAULT_MAX: u32 = 64;
+    fn default_min() -> u32 {
+        Self::DEFAULT_MIN
+    }
+    fn default_max() -> u32 {
+        Self::DEFAULT_MAX
+    }
+
+    /// P > 0 and finite, 2 <= min <= max (a CI needs two samples).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !(self.pct > 0.0 && self.pct.is_finite()) {
+            return Err(usage(format!(
+                "precision {}: must be a positive percentage",
+                self.pct
+            )));
+        }
+        if self.min_samples < 2 {
+            return Err(usage(format!(
+                "min-samples {}: at least 2 (a confidence interval needs two samples)",
+                self.min_samples
+            )));
+        }
+        if self.min_samples > self.max_samples {
+            return Err(usage(format!(
+                "min-samples {} is more than max-samples {}",
+                self.min_samples, self.max_samples
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ExperimentSpec {
@@ -138,6 +190,7 @@ impl Default for ExperimentSpec {
             cpu: vec!["A".into(), "B".into(), "F".into()],
             probe: ProbeParams::default(),
             trace: false,
+            precision: None,
         }
     }
 }
@@ -255,6 +308,16 @@ impl ExperimentSpec {
     pub fn check(&self) -> anyhow::Result<()> {
         if self.samples == 0 {
             return Err(usage("samples must be at least 1"));
+        }
+        if let Some(p) = &self.precision {
+            p.check()?;
+            if self.samples != p.max_samples {
+                return Err(usage(format!(
+                    "samples {} with precision: an adaptive run takes at most \
+                     precision.max_samples ({}) per row; set max_samples, not samples",
+                    self.samples, p.max_samples
+                )));
+            }
         }
         if !(0.0..=100.0).contains(&self.load) || self.load.is_nan() {
             return Err(usage(format!(

@@ -1,18 +1,132 @@
-//! The jobs table in each format: text (the document's layout), Markdown,
-//! CSV and JSON. All four are built from a [`JobsRecord`] alone, so a saved
-//! record renders the same as a fresh run.
+//! The jobs table in each format, all built from a [`JobsRecord`] alone (so
+//! a saved record renders the same as a fresh run): JSON is the record;
+//! text, Markdown and CSV are views of its row model, one [`JobRow`] per
+//! job, through [`crate::table`].
 
 use super::JobsRecord;
+use crate::table::Table;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::fmt::Write;
 
-/// "(m = i)" when a job ran most on the node it started on, "(m # i)"
-/// when it did not.
-fn most_vs_start(j: &super::Job) -> String {
-    match (j.most_node, j.start_node) {
-        (Some(m), Some(i)) if m == i => format!("({m} = {i})"),
-        (Some(m), Some(i)) => format!("({m} # {i})"),
-        _ => "(? ? ?)".into(),
+/// One job's row of the table. Serialized (CSV), the node shares are one
+/// column `node{N}_pct` each, between `pid` and `max_pct`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub job: u32,
+    pub pid: u32,
+    /// (node, % of the job's on-CPU time) for every node of the record, in
+    /// its order.
+    pub node_pct: Vec<(u32, f64)>,
+    pub max_pct: f64,
+    pub most_node: Option<u32>,
+    pub start_node: Option<u32>,
+    pub mem_node: Option<u32>,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub loop_s: f64,
+    pub cross_node: u64,
+    pub residency_source: String,
+}
+
+/// `node{n}_pct`, as a `&'static str` because serde's struct fields are
+/// static. The names are interned, one allocation per node id ever seen
+/// (a machine has at most a few hundred), so nothing grows per call.
+fn node_column(n: u32) -> &'static str {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<BTreeMap<u32, &'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    names
+        .entry(n)
+        .or_insert_with(|| Box::leak(format!("node{n}_pct").into_boxed_str()))
+}
+
+impl Serialize for JobRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("JobRow", 11 + self.node_pct.len())?;
+        st.serialize_field("job", &self.job)?;
+        st.serialize_field("pid", &self.pid)?;
+        for (n, p) in &self.node_pct {
+            st.serialize_field(node_column(*n), p)?;
+        }
+        st.serialize_field("max_pct", &self.max_pct)?;
+        st.serialize_field("most_node", &self.most_node)?;
+        st.serialize_field("start_node", &self.start_node)?;
+        st.serialize_field("mem_node", &self.mem_node)?;
+        st.serialize_field("user_s", &self.user_s)?;
+        st.serialize_field("sys_s", &self.sys_s)?;
+        st.serialize_field("loop_s", &self.loop_s)?;
+        st.serialize_field("cross_node", &self.cross_node)?;
+        st.serialize_field("residency_source", &self.residency_source)?;
+        st.end()
     }
+}
+
+impl JobRow {
+    pub fn of(r: &JobsRecord, j: &super::Job) -> JobRow {
+        JobRow {
+            job: j.job,
+            pid: j.pid,
+            node_pct: r
+                .nodes
+                .iter()
+                .map(|n| (*n, j.node_pct.get(n).copied().unwrap_or(0.0)))
+                .collect(),
+            max_pct: j.max_pct,
+            most_node: j.most_node,
+            start_node: j.start_node,
+            mem_node: j.mem_node,
+            user_s: j.user_s,
+            sys_s: j.sys_s,
+            loop_s: j.loop_s,
+            cross_node: j.migrations.cross_node,
+            residency_source: j.residency_source.clone(),
+        }
+    }
+
+    /// "(m = i)" when the job ran most on the node it started on, "(m # i)"
+    /// when it did not.
+    fn most_vs_start(&self) -> String {
+        match (self.most_node, self.start_node) {
+            (Some(m), Some(i)) if m == i => format!("({m} = {i})"),
+            (Some(m), Some(i)) => format!("({m} # {i})"),
+            _ => "(? ? ?)".into(),
+        }
+    }
+}
+
+pub fn rows(r: &JobsRecord) -> Vec<JobRow> {
+    r.jobs.iter().map(|j| JobRow::of(r, j)).collect()
+}
+
+/// The document's table; `node_head` names a node's column.
+fn table(r: &JobsRecord, node_head: impl Fn(u32) -> String, most: &str) -> Table {
+    let mut t = Table::new().right("Job").right("pid");
+    for n in &r.nodes {
+        t = t.right(node_head(*n));
+    }
+    let mut t = t
+        .bar()
+        .right("Max %")
+        .left(most)
+        .bar()
+        .right("user (s)")
+        .right("mem node");
+    for j in rows(r) {
+        let mut cells = vec![j.job.to_string(), j.pid.to_string()];
+        cells.extend(j.node_pct.iter().map(|(_, p)| format!("{p:.1}")));
+        cells.extend([
+            format!("{:.1}", j.max_pct),
+            j.most_vs_start(),
+            format!("{:.2}", j.user_s),
+            j.mem_node.map_or("-".into(), |m| m.to_string()),
+        ]);
+        t.row(cells);
+    }
+    t
 }
 
 pub fn text(r: &JobsRecord) -> String {
@@ -26,38 +140,7 @@ pub fn text(r: &JobsRecord) -> String {
             String::new()
         }
     );
-    let cols: String = r.nodes.iter().map(|n| format!("{n:>7}")).collect();
-    let width = 12 + cols.len() + 42;
-    out.push_str(&"-".repeat(width));
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:>4} {:>7} {} | {:>5} {:<9} | {:>8} {:>5}",
-        "Job", "pid", cols, "Max", "(m , i)", "user (s)", "mem"
-    );
-    let _ = writeln!(out, "{:>12} % time on node", "");
-    out.push_str(&"-".repeat(width));
-    out.push('\n');
-    for j in &r.jobs {
-        let pcts: String = r
-            .nodes
-            .iter()
-            .map(|n| format!("{:>7.1}", j.node_pct.get(n).copied().unwrap_or(0.0)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "{:>4} {:>7} {} | {:>5.1} {:<9} | {:>8.2} {:>5}",
-            j.job,
-            j.pid,
-            pcts,
-            j.max_pct,
-            most_vs_start(j),
-            j.user_s,
-            j.mem_node.map_or("-".into(), |m| m.to_string())
-        );
-    }
-    out.push_str(&"-".repeat(width));
-    out.push('\n');
+    out.push_str(&table(r, |n| format!("{n}"), "(m , i)").text());
     let moved = r
         .jobs
         .iter()
@@ -75,7 +158,13 @@ pub fn text(r: &JobsRecord) -> String {
     let src = r.jobs.first().map_or("", |j| j.residency_source.as_str());
     let _ = writeln!(
         out,
-        "time per node from the {src}; mem = node holding the job's memory{}",
+        "columns {}: % time on that node, from the {src}; (m , i) = node run on most, initial \
+         node; mem node = node holding the job's memory{}",
+        r.nodes
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
         if r.trace_events > 0 {
             format!(" ({} trace events)", r.trace_events)
         } else {
@@ -95,30 +184,7 @@ pub fn markdown(r: &JobsRecord) -> String {
         r.probe_args.join(" "),
         r.load
     );
-    let heads: String = r.nodes.iter().map(|n| format!(" node {n} % |")).collect();
-    let _ = writeln!(
-        out,
-        "| Job | pid |{heads} Max % | most, initial | user (s) | mem node |"
-    );
-    let seps: String = r.nodes.iter().map(|_| "---|").collect();
-    let _ = writeln!(out, "|---|---|{seps}---|---|---|---|");
-    for j in &r.jobs {
-        let pcts: String = r
-            .nodes
-            .iter()
-            .map(|n| format!(" {:.1} |", j.node_pct.get(n).copied().unwrap_or(0.0)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "| {} | {} |{pcts} {:.1} | {} | {:.2} | {} |",
-            j.job,
-            j.pid,
-            j.max_pct,
-            most_vs_start(j),
-            j.user_s,
-            j.mem_node.map_or("-".into(), |m| m.to_string())
-        );
-    }
+    out.push_str(&table(r, |n| format!("node {n} %"), "most, initial").markdown());
     let _ = writeln!(
         out,
         "\nAverage user time = {:.2} s; elapsed {:.2} s.",
@@ -131,34 +197,7 @@ pub fn markdown(r: &JobsRecord) -> String {
 }
 
 pub fn csv(r: &JobsRecord) -> String {
-    let heads: String = r.nodes.iter().map(|n| format!(",node{n}_pct")).collect();
-    let mut out = format!(
-        "job,pid{heads},max_pct,most_node,start_node,mem_node,user_s,sys_s,loop_s,cross_node,residency_source\n"
-    );
-    let o = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_default();
-    for j in &r.jobs {
-        let pcts: String = r
-            .nodes
-            .iter()
-            .map(|n| format!(",{}", j.node_pct.get(n).copied().unwrap_or(0.0)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "{},{}{pcts},{},{},{},{},{},{},{},{},{}",
-            j.job,
-            j.pid,
-            j.max_pct,
-            o(j.most_node),
-            o(j.start_node),
-            o(j.mem_node),
-            j.user_s,
-            j.sys_s,
-            j.loop_s,
-            j.migrations.cross_node,
-            j.residency_source
-        );
-    }
-    out
+    crate::table::csv(rows(r)).expect("job rows serialize to CSV")
 }
 
 pub fn json(r: &JobsRecord) -> String {
@@ -244,5 +283,9 @@ mod tests {
         let back: JobsRecord = serde_json::from_str(&json(&r)).unwrap();
         assert_eq!(back, r);
         assert!(markdown(&r).contains("| 2 | 102 | 0.0 | 37.5 | 0.0 | 62.5 | 62.5 | (3 # 1) |"));
+        assert!(
+            c.contains("\n2,102,0.0,37.5,0.0,62.5,62.5,3,1,1,28.5,0.1,26.0,0,kernel trace\n"),
+            "{c}"
+        );
     }
 }

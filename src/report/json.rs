@@ -21,6 +21,7 @@ pub fn render(
         "backend": meta.backend,
         "samples_recorded": samples.len(),
         "samples_planned": meta.planned_samples,
+        "precision": meta.spec.precision,
         "complete": meta.end_unix_s.is_some(),
         "warnings": notes,
         "rows": stats,

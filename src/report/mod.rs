@@ -1,5 +1,8 @@
 //! Reports, rebuilt from the records alone (run.json + samples.jsonl), in
 //! one exporter file per format. Real and simulated runs share this path.
+//! JSON carries the per-row statistics ([`RowStats`]) whole; the text,
+//! Markdown and CSV tables are views of one flat row model
+//! ([`rows::ReportRow`]) through the one table writer ([`crate::table`]).
 //!
 //! Each row's time is the probe's timed loop (`timing.total_ns`) in seconds,
 //! as the RFC's table gives it. Beyond the RFC's columns: the 95% confidence
@@ -16,6 +19,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod observer;
+pub mod rows;
 pub mod text;
 pub mod traced;
 
@@ -52,6 +56,13 @@ pub struct RowStats {
     pub knobs_changed: usize,
     /// The kernel-traced breakdown (`run --trace`).
     pub traced: Option<traced::TracedRow>,
+    /// The precision reached: the time's CI95 half-width as % of its mean.
+    pub precision_pct: Option<f64>,
+    /// Adaptive runs: why and after how many samples the row stopped
+    /// (`None` while it still samples, and in fixed runs).
+    pub stop: Option<crate::experiment::adaptive::RowStop>,
+    /// Position in the run's order of the sample the row stopped at.
+    pub stop_seq: Option<u64>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -67,7 +78,9 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                 .iter()
                 .map(|s| s.probe.timing.total_ns as f64 / 1e9)
                 .collect();
+            let precision_pct = crate::experiment::adaptive::precision_pct(&times);
             let time = Sample::new(times).ok().map(|s| s.summary());
+            let stopped = mine.iter().rev().find(|s| s.stop.is_some());
             let cross: Vec<f64> = mine
                 .iter()
                 .map(|s| s.probe.migrations.cross_node as f64)
@@ -94,6 +107,9 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                 knobs_changed: mine.iter().filter(|s| !s.knobs_changed.is_empty()).count(),
                 traced: traced::traced_row(&mine),
                 row: row.clone(),
+                precision_pct,
+                stop: stopped.and_then(|s| s.stop.clone()),
+                stop_seq: stopped.map(|s| s.seq),
             }
         })
         .collect()
@@ -140,6 +156,15 @@ pub fn write_exports(
     Ok(())
 }
 
+/// Samples recorded of planned: `12/36`, or for an adaptive run, whose
+/// plan is an upper bound, `12 of at most 36`.
+pub fn recorded(meta: &RunMeta, samples: &[SampleRecord]) -> String {
+    match meta.spec.precision {
+        Some(_) => format!("{} of at most {}", samples.len(), meta.planned_samples),
+        None => format!("{}/{}", samples.len(), meta.planned_samples),
+    }
+}
+
 /// The RFC's header values.
 pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
     let costs: Vec<String> = if meta.spec.migration_cost_ns.is_empty() {
@@ -155,8 +180,15 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
             .map(|c| c.to_string())
             .collect()
     };
+    let samples = match &meta.spec.precision {
+        Some(p) => format!(
+            "{}-{} (adaptive: a row stops once its CI95 half-width is within {}% of its mean)",
+            p.min_samples, p.max_samples, p.pct
+        ),
+        None => meta.spec.samples.to_string(),
+    };
     vec![
-        ("NumSamples", meta.spec.samples.to_string()),
+        ("NumSamples", samples),
         (
             "Kernel",
             meta.kernel.clone().unwrap_or_else(|| "unknown".into()),

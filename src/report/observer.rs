@@ -88,8 +88,10 @@ impl RunObserver for ExportObserver {
         Ok(())
     }
 
-    fn on_sample_start(&mut self, row: &Row, done: u64, _planned: u64) {
+    fn on_sample_start(&mut self, row: &Row, done: u64, planned: u64) {
         if let Some(b) = &self.bar {
+            // An adaptive run's plan shrinks as rows stop.
+            b.set_length(planned);
             b.set_prefix(format!("{:02}", row.id));
             b.set_message(row.params());
             b.set_position(done);

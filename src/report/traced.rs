@@ -8,7 +8,6 @@
 use crate::experiment::record::SampleRecord;
 use crate::stats::{correlation, Correlation};
 use serde::Serialize;
-use std::fmt::Write;
 
 /// Means per sample of a row's traced samples.
 #[derive(Debug, Clone, Serialize)]
@@ -99,6 +98,9 @@ pub fn traced_row(samples: &[&SampleRecord]) -> Option<TracedRow> {
     })
 }
 
+pub const CAPTION: &str = "Traced migrations per sample (kernel sched_migrate_task; cross-node by \
+     cause: load balance / wake-up / NUMA balancing)";
+
 fn fmt_r(c: &Option<Correlation>) -> String {
     match c {
         Some(c) if c.p < 0.001 => format!("{:+.2} (p<0.001)", c.r),
@@ -107,57 +109,22 @@ fn fmt_r(c: &Option<Correlation>) -> String {
     }
 }
 
-/// The traced section of the text report, or nothing without traces.
-pub fn render_text(stats: &[super::RowStats], samples: &[SampleRecord]) -> String {
-    let rows: Vec<(&super::RowStats, &TracedRow)> = stats
-        .iter()
-        .filter_map(|s| Some((s, s.traced.as_ref()?)))
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from(
-        "\nTraced migrations per sample (kernel sched_migrate_task; cross-node by cause: \
-         load balance / wake-up / NUMA balancing)\n",
-    );
-    out.push_str(
-        "Row    n  moves  core   LLC  node xnode  to-mem from-mem  xLB/xWU/xNB      away  r(xnode,t)        r(away,t)\n",
-    );
-    out.push_str(&"-".repeat(110));
-    out.push('\n');
-    for (s, t) in rows {
-        let _ = writeln!(
-            out,
-            "[{:02}] {:>3} {:>6.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>7.1} {:>8.1}  {:>4.1}/{:.1}/{:.1} {:>8} {:>17} {:>16}{}",
-            s.row.id,
-            t.n,
-            t.moves,
-            t.same_core,
-            t.same_llc,
-            t.same_node,
-            t.cross_node,
-            t.to_mem_node,
-            t.from_mem_node,
-            t.cross_load_balance,
-            t.cross_wakeup,
-            t.cross_numa_balancing,
-            t.away_pct.map_or("-".into(), |a| format!("{a:.1}%")),
-            fmt_r(&t.r_cross_time),
-            fmt_r(&t.r_away_time),
-            if t.lost_events > 0 {
-                format!("  LOST {} events", t.lost_events)
-            } else {
-                String::new()
-            }
-        );
-    }
+/// How cross-node moves and time away correlate with time over all samples.
+pub fn all_samples_line(samples: &[SampleRecord]) -> String {
     let all: Vec<&SampleRecord> = samples.iter().collect();
     let (c, a) = correlations(&all);
-    let _ = writeln!(
-        out,
+    format!(
         "all samples: r(cross-node moves, time) {}; r(time away from memory's node, time) {}",
         fmt_r(&c),
         fmt_r(&a)
-    );
-    out
+    )
+}
+
+/// The traced section of the text report, or nothing without traces.
+pub fn render_text(rows: &[super::rows::ReportRow], samples: &[SampleRecord]) -> String {
+    let t = super::rows::traced_table(rows);
+    if t.is_empty() {
+        return String::new();
+    }
+    format!("\n{CAPTION}\n{}{}\n", t.text(), all_samples_line(samples))
 }

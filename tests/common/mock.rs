@@ -18,6 +18,9 @@ pub struct Mock {
     pub template: ProbeRecord,
     /// The call at which a sample reports a knob changed under it.
     pub knob_change_at: Option<usize>,
+    /// A sample's timed loop in ns from (row, call); default
+    /// [`Mock::steady`].
+    pub time_ns: fn(&Row, usize) -> u64,
 }
 
 impl Mock {
@@ -27,7 +30,13 @@ impl Mock {
             stop_after,
             template: template(),
             knob_change_at: None,
+            time_ns: Mock::steady,
         }
+    }
+
+    /// 1 s + 10 ms per row id + 1 ns per call: distinct, nearly constant.
+    pub fn steady(row: &Row, call: usize) -> u64 {
+        1_000_000_000 + row.id as u64 * 10_000_000 + call as u64
     }
 }
 
@@ -59,7 +68,7 @@ impl Backend for Mock {
             stop.raise(libc::SIGINT);
         }
         let mut r = self.template.clone();
-        r.timing.total_ns = 1_000_000_000 + row.id as u64 * 10_000_000 + self.calls as u64;
+        r.timing.total_ns = (self.time_ns)(row, self.calls);
         Ok(Sampled {
             wall_ns: r.timing.total_ns + 1000,
             probe: r,
