@@ -69,6 +69,17 @@ pub enum Command {
     /// `numalab jobs 8 -- --membind 0`.
     Jobs(JobsArgs),
 
+    /// A preferred node without a patched kernel: run a command (or follow
+    /// running tasks) with a homenode. Memory is preferred there (the
+    /// started command only); CPUs are soft affinity: every thread may run
+    /// on the homenode's CPUs while it has room, is widened to its own CPUs
+    /// when it waits too long there, and is brought back when the node has
+    /// room again. Original masks are restored at the end (and by `numalab
+    /// restore` after a kill). See docs/home.md.
+    ///
+    /// `numalab home --node 1 -- CMD...`, `numalab home --node auto --pid 1234`.
+    Home(HomeArgs),
+
     /// Internal: wait for numalab's tracer, then exec COMMAND.
     #[command(name = "__gate", hide = true)]
     Gate {
@@ -176,6 +187,72 @@ pub struct JobsArgs {
     /// More `numalab probe` options for every job (placement), after `--`.
     #[arg(last = true, value_name = "PROBE-ARGS")]
     pub probe_args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HomeArgs {
+    /// The homenode: a node id, or `auto` (the node with the most spare CPU
+    /// over a short sample, then the most free memory).
+    #[arg(long, value_name = "N|auto")]
+    pub node: String,
+
+    /// Follow these running processes (and their threads and children)
+    /// instead of starting a command. Their memory policy cannot be changed
+    /// from outside: see --migrate.
+    #[arg(long, value_name = "PID", num_args = 1.., value_delimiter = ',',
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub pid: Vec<i32>,
+
+    /// Bind the command's memory to the homenode (MPOL_BIND) instead of
+    /// preferring it (MPOL_PREFERRED).
+    #[arg(long)]
+    pub bind: bool,
+
+    /// With --pid: move the tasks' existing pages to the homenode once at
+    /// attach (migrate_pages); their future allocations follow their own
+    /// policy.
+    #[arg(long, requires = "pid")]
+    pub migrate: bool,
+
+    /// Stop after this many seconds (masks restored, tasks keep running).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub duration: Option<f64>,
+
+    /// Measurement window, ms.
+    #[arg(long, value_name = "MS", default_value_t = crate::home::DEFAULT_WINDOW_MS,
+          value_parser = clap::value_parser!(u64).range(20..=60000))]
+    pub window_ms: u64,
+
+    /// Widen a thread that waited for a CPU at least this % of a window ...
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = percent)]
+    pub widen_delay: f64,
+
+    /// ... for this many windows in a row.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub widen_windows: u32,
+
+    /// Narrow a widened thread back when the homenode had room for it this
+    /// many windows in a row ...
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub narrow_windows: u32,
+
+    /// ... keeping this many idle CPUs in reserve ...
+    #[arg(long, value_name = "CPUS", default_value_t = 0.25, value_parser = non_negative)]
+    pub narrow_margin: f64,
+
+    /// ... and not before it has been wide this many windows (doubled, up
+    /// to 64, when it is widened again soon after coming back).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub min_wide: u32,
+
+    /// Log every decision here as JSON lines (time, task, action, reason,
+    /// run delay).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.
@@ -306,6 +383,14 @@ fn percent(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
         _ => Err(format!("{s:?} is not a percentage from 0 to 100")),
+    }
+}
+
+/// A finite number >= 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a number >= 0")),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod compare;
 pub mod error;
 pub mod exec;
+pub mod home;
 pub mod experiment;
 pub mod idset;
 pub mod jobs;

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["sys", "paths"],
     &["analysis", "load"],
+    &["home"],
     &["probe"],
     &["trace"],
     &["exec"],
