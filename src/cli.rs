@@ -196,6 +196,11 @@ pub struct HomeArgs {
     #[arg(long, value_name = "N|auto")]
     pub node: String,
 
+    /// Narrow to these CPUs of the homenode instead of all of them (one
+    /// LLC, say; also how the mechanism is seen on a one-node machine).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
     /// Follow these running processes (and their threads and children)
     /// instead of starting a command. Their memory policy cannot be changed
     /// from outside: see --migrate.

@@ -70,7 +70,15 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
             usage(format!("--node {s:?}: give a node id or `auto`"))
         })?,
     };
-    let cpus = home::home_cpus(&topo, node)?;
+    let mut cpus = home::home_cpus(&topo, node)?;
+    if let Some(list) = &a.cpus {
+        let want = crate::idset::IdSet::parse_in(list, &cpus, "CPU of the node")
+            .map_err(|e| usage(format!("--cpus {list}: {e}")))?;
+        if want.is_empty() {
+            return Err(usage(format!("--cpus {list:?}: no CPU")));
+        }
+        cpus = want;
+    }
     if !topo.allowed.mems.contains(node) {
         return Err(usage(format!(
             "--node {node}: this process may not use the node's memory (allowed {})",
