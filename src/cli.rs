@@ -184,6 +184,17 @@ pub struct JobsArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "n")]
     pub from: Option<PathBuf>,
 
+    /// Give every job a homenode: a node, or `auto` (per job, the node with
+    /// the most spare CPU left, as the node-affine scheduler's node_policy).
+    /// Its memory is preferred there; its CPUs follow --home-cpu.
+    #[arg(long, value_name = "auto|N")]
+    pub home: Option<String>,
+
+    /// With --home: `agent` (soft affinity, `numalab home`), `pin` (hard
+    /// pinning to the homenode) or `float` (memory only).
+    #[arg(long, value_enum, default_value = "agent", requires = "home")]
+    pub home_cpu: crate::jobs::HomeCpu,
+
     /// More `numalab probe` options for every job (placement), after `--`.
     #[arg(last = true, value_name = "PROBE-ARGS")]
     pub probe_args: Vec<String>,
@@ -417,6 +428,13 @@ fn knob_arg(s: &str) -> Result<(String, String), String> {
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
+/// How PNID rows set the preferred node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PnidVia {
+    Prctl,
+    Agent,
+}
+
 /// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
 fn pnid_token(s: &str) -> Result<String, String> {
     let t = s.trim();
@@ -516,8 +534,15 @@ pub struct RunArgs {
     pub knob: Vec<(String, String)>,
 
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
-    #[arg(long, value_name = "NUMBER[:LAYOUT]")]
+    #[arg(long, value_name = "NUMBER[:LAYOUT]", conflicts_with = "pnid_via")]
     pub pnid_prctl: Option<String>,
+
+    /// How PNID rows set the preferred node: `prctl` (the kernel patch,
+    /// where the kernel has it) or `agent` (the user-space homenode agent of
+    /// `numalab home`, CPU soft affinity to the PNID node, on any kernel).
+    /// Recorded in run.json (`pnid_via`); --resume keeps the run's.
+    #[arg(long, value_enum, conflicts_with = "resume")]
+    pub pnid_via: Option<PnidVia>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -64,6 +64,7 @@ fn write_traced_run(
         knobs_at_start: BTreeMap::new(),
         start_unix_s: 1,
         end_unix_s: Some(2),
+        pnid_via: "prctl".into(),
     };
     record::write_meta(dir, &meta).unwrap();
     let mut probe: ProbeRecord =

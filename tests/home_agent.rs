@@ -60,7 +60,16 @@ fn busy_threads_are_narrowed_widened_under_run_delay_and_restored() {
     let log = tmp.path().join("home.jsonl");
     // Two busy loops on one home CPU: each waits about half of the time.
     let out = Command::new(bin())
-        .args(["home", "--node", "0", "--cpus", "0", "--window-ms", "200", "-o"])
+        .args([
+            "home",
+            "--node",
+            "0",
+            "--cpus",
+            "0",
+            "--window-ms",
+            "200",
+            "-o",
+        ])
         .arg(&log)
         .args(["--", "sh", "-c"])
         .arg(
@@ -73,20 +82,33 @@ fn busy_threads_are_narrowed_widened_under_run_delay_and_restored() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("Cpus_allowed_list:\t0\n"), "narrowed before it ran: {stdout}");
+    assert!(
+        stdout.contains("Cpus_allowed_list:\t0\n"),
+        "narrowed before it ran: {stdout}"
+    );
     let events: Vec<serde_json::Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let widened: Vec<_> = events.iter().filter(|e| e["action"] == "widen").collect();
-    assert!(!widened.is_empty(), "no widening under run delay: {events:?}");
+    assert!(
+        !widened.is_empty(),
+        "no widening under run delay: {events:?}"
+    );
     for w in &widened {
         assert_eq!(w["reason"], "run-delay");
-        assert_eq!(w["cpus"].as_str(), Some(all.as_str()), "widened to its own CPUs");
+        assert_eq!(
+            w["cpus"].as_str(),
+            Some(all.as_str()),
+            "widened to its own CPUs"
+        );
         assert!(w["run_delay_ms"].as_f64().unwrap() > 0.0);
     }
-    assert!(!tmp.path().join("restore.json").exists(), "journal removed at the end");
+    assert!(
+        !tmp.path().join("restore.json").exists(),
+        "journal removed at the end"
+    );
     assert!(stderr.contains("widened"), "{stderr}");
 }
 
@@ -116,13 +138,25 @@ fn sigterm_restores_and_sigkill_leaves_a_journal_that_restore_replays() {
         assert!(cpus_of(pid).is_some(), "the command outlives the agent");
         if sig == libc::SIGTERM {
             assert_eq!(status.code(), Some(143));
-            assert_eq!(cpus_of(pid).as_deref(), Some(all.as_str()), "restored on SIGTERM");
+            assert_eq!(
+                cpus_of(pid).as_deref(),
+                Some(all.as_str()),
+                "restored on SIGTERM"
+            );
             assert!(!tmp.path().join("restore.json").exists());
         } else {
-            assert_eq!(cpus_of(pid).as_deref(), Some("0"), "nothing ran after SIGKILL");
+            assert_eq!(
+                cpus_of(pid).as_deref(),
+                Some("0"),
+                "nothing ran after SIGKILL"
+            );
             let (code, err) = common::numalab(&["restore"], tmp.path());
             assert_eq!(code, 0, "{err}");
-            assert_eq!(cpus_of(pid).as_deref(), Some(all.as_str()), "restored by restore");
+            assert_eq!(
+                cpus_of(pid).as_deref(),
+                Some(all.as_str()),
+                "restored by restore"
+            );
             assert!(!tmp.path().join("restore.json").exists());
         }
         // SAFETY: kill(2) of the sleep this test's agent started.
@@ -145,5 +179,9 @@ fn bad_arguments_exit_2_before_anything_changes() {
         let (code, err) = common::numalab(args, tmp.path());
         assert_eq!(code, 2, "{args:?}: {err}");
     }
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }

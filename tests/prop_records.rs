@@ -60,6 +60,7 @@ fn run_meta() -> RunMeta {
         planned_samples: 2304,
         start_unix_s: 1_700_000_000,
         end_unix_s: None,
+        pnid_via: "prctl".into(),
     }
 }
 

@@ -66,9 +66,9 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
             eprintln!("home: --node auto chose node {n}");
             n
         }
-        s => s.parse::<u32>().map_err(|_| {
-            usage(format!("--node {s:?}: give a node id or `auto`"))
-        })?,
+        s => s
+            .parse::<u32>()
+            .map_err(|_| usage(format!("--node {s:?}: give a node id or `auto`")))?,
     };
     let mut cpus = home::home_cpus(&topo, node)?;
     if let Some(list) = &a.cpus {
@@ -93,9 +93,11 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
         }
     });
     let log: Option<Box<dyn std::io::Write>> = match &a.output {
-        Some(o) => Some(Box::new(std::fs::File::create(o).map_err(|e| {
-            anyhow::anyhow!("creating {}: {e}", o.display())
-        })?)),
+        Some(o) => {
+            Some(Box::new(std::fs::File::create(o).map_err(|e| {
+                anyhow::anyhow!("creating {}: {e}", o.display())
+            })?))
+        }
         None => None,
     };
 
@@ -104,14 +106,29 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     let stop = Stop::on_signals()?;
     let mut guard = Guard::new(lock, Path::new(""));
     let window = Duration::from_millis(a.window_ms);
-    let mut agent = Agent::new(SysRoot::new(sysfs_root), node, cpus.clone(), th, window, log);
+    let mut agent = Agent::new(
+        SysRoot::new(sysfs_root),
+        node,
+        cpus.clone(),
+        th,
+        window,
+        log,
+    );
     let mut child = None;
     if attach {
         eprintln!(
             "home: node {node} (CPUs {cpus}) for pid {}; their memory policy stays theirs \
              (it cannot be changed from outside){}",
-            a.pid.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","),
-            if a.migrate { "; moving their pages there" } else { "" }
+            a.pid
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            if a.migrate {
+                "; moving their pages there"
+            } else {
+                ""
+            }
         );
         for p in &a.pid {
             if a.migrate {

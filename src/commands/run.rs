@@ -112,9 +112,11 @@ fn default_out() -> PathBuf {
 
 pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let mut via_agent = a.pnid_via == Some(crate::cli::PnidVia::Agent);
     let (dir, spec) = match &a.resume {
         Some(dir) => {
             let meta = record::read_meta(dir)?;
+            via_agent = meta.pnid_via == "agent";
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
             crate::paths::check_output_dir(dir, "--resume")?;
@@ -139,6 +141,9 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut backend = Host::new(&topo, spec.load, a.pnid_prctl.clone())?;
+    if via_agent {
+        backend.pnid_via_agent(&topo);
+    }
     let mut guard = Guard::new(lock, &dir);
     if spec.trace {
         backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);

@@ -37,6 +37,15 @@ pub struct RunMeta {
     pub planned_samples: u64,
     pub start_unix_s: u64,
     pub end_unix_s: Option<u64>,
+    /// How PNID rows set the preferred node: "prctl" (the kernel patch) or
+    /// "agent" (the user-space homenode agent). Absent in records before
+    /// it existed: those used the prctl.
+    #[serde(default = "prctl")]
+    pub pnid_via: String,
+}
+
+fn prctl() -> String {
+    "prctl".into()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -271,7 +271,16 @@ impl Agent {
                 mode: Mode::Wide,
                 ..TaskState::narrow(&self.th)
             };
-            self.tasks.insert(tid, Tracked { tgid, original, masks, state, last: None });
+            self.tasks.insert(
+                tid,
+                Tracked {
+                    tgid,
+                    original,
+                    masks,
+                    state,
+                    last: None,
+                },
+            );
             return Ok(());
         };
         let state = TaskState {
@@ -279,7 +288,11 @@ impl Agent {
             in_mode,
             ..TaskState::narrow(&self.th)
         };
-        let want = if mode == Mode::Narrow { &narrow } else { &original };
+        let want = if mode == Mode::Narrow {
+            &narrow
+        } else {
+            &original
+        };
         let action = if inherited.is_some() && cur == *want {
             if cur != original {
                 placer.adopt(tgid, tid, &original)?;
@@ -294,10 +307,23 @@ impl Agent {
                 "track"
             }
         };
-        let reason = if inherited.is_some() { "new task, creator's placement" } else { "placed on the homenode" };
+        let reason = if inherited.is_some() {
+            "new task, creator's placement"
+        } else {
+            "placed on the homenode"
+        };
         let e = self.event(tgid, tid, action, reason, want);
         self.emit(e);
-        self.tasks.insert(tid, Tracked { tgid, original, masks, state, last: None });
+        self.tasks.insert(
+            tid,
+            Tracked {
+                tgid,
+                original,
+                masks,
+                state,
+                last: None,
+            },
+        );
         Ok(())
     }
 
@@ -361,14 +387,22 @@ impl Agent {
                 self.tasks.remove(&tid);
                 self.released.insert(tid);
                 self.counts.released += 1;
-                let e = self.event(tgid, tid, "release", "the task set its own CPUs: let go", &m);
+                let e = self.event(
+                    tgid,
+                    tid,
+                    "release",
+                    "the task set its own CPUs: let go",
+                    &m,
+                );
                 self.emit(e);
             }
         }
         let states: Vec<(TaskState, Window)> = input.iter().map(|(_, s, w)| (*s, *w)).collect();
         let out = policy::step(&self.th, home_idle, &states);
         for ((tid, _, w), (state, change)) in input.iter().zip(out) {
-            let Some(t) = self.tasks.get_mut(tid) else { continue };
+            let Some(t) = self.tasks.get_mut(tid) else {
+                continue;
+            };
             t.state = state;
             let Some(c) = change else { continue };
             let (tgid, mask) = (t.tgid, t.mask().clone());

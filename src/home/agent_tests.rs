@@ -55,12 +55,22 @@ impl Tree {
         std::fs::remove_dir_all(self.0.path().join(format!("proc/{pid}/task/{tid}"))).unwrap();
     }
     fn children(&self, pid: i32, tid: i32, kids: &str) {
-        let d = self.0.path().join(format!("proc/{pid}/task/{tid}/children"));
+        let d = self
+            .0
+            .path()
+            .join(format!("proc/{pid}/task/{tid}/children"));
         std::fs::write(d, kids).unwrap();
     }
     fn sched(&self, pid: i32, tid: i32, run_ms: u64, delay_ms: u64) {
-        let d = self.0.path().join(format!("proc/{pid}/task/{tid}/schedstat"));
-        std::fs::write(d, format!("{} {} 1\n", run_ms * 1_000_000, delay_ms * 1_000_000)).unwrap();
+        let d = self
+            .0
+            .path()
+            .join(format!("proc/{pid}/task/{tid}/schedstat"));
+        std::fs::write(
+            d,
+            format!("{} {} 1\n", run_ms * 1_000_000, delay_ms * 1_000_000),
+        )
+        .unwrap();
     }
     /// CPUs 0-3 with cumulative busy and idle ticks.
     fn stat(&self, busy: [u64; 4], idle: [u64; 4]) {
@@ -103,7 +113,7 @@ fn places_widens_under_delay_and_brings_back_when_home_has_room() {
     let t0 = Instant::now();
     let at = |k: u64| t0 + Duration::from_millis(500 * k);
     a.window_step(&mut p, at(0)).unwrap(); // baselines
-    // Thread 11 waits 200 of 500 ms, twice; home CPUs busy.
+                                           // Thread 11 waits 200 of 500 ms, twice; home CPUs busy.
     let (mut busy, mut idle) = ([0u64; 4], [0u64; 4]);
     for k in 1..=2 {
         tree.sched(10, 11, 300 * k, 200 * k);
@@ -152,17 +162,22 @@ fn follows_new_threads_and_children_and_lets_go_of_self_placed_tasks() {
     assert_eq!(a.tracked(), 3);
     assert_eq!(p.journal[&12], cpus("0-3"), "original = the creator's");
     assert_eq!(p.journal[&20], cpus("0-3"));
-    assert!(!p.sets.iter().any(|(t, _)| *t == 12), "inherited: no change needed");
+    assert!(
+        !p.sets.iter().any(|(t, _)| *t == 12),
+        "inherited: no change needed"
+    );
     // Thread 12 sets its own mask: let go, out of the journal.
     p.masks.insert(12, cpus("3"));
     tree.sched(10, 12, 10, 0);
-    a.window_step(&mut p, t0 + Duration::from_millis(500)).unwrap();
+    a.window_step(&mut p, t0 + Duration::from_millis(500))
+        .unwrap();
     assert_eq!(a.counts.released, 1);
     assert!(!p.journal.contains_key(&12));
     assert_eq!(p.masks[&12], cpus("3"));
     // The child ends: forgotten.
     tree.end(20, 20);
-    a.window_step(&mut p, t0 + Duration::from_millis(1000)).unwrap();
+    a.window_step(&mut p, t0 + Duration::from_millis(1000))
+        .unwrap();
     assert!(!p.journal.contains_key(&20));
     assert_eq!(a.tracked(), 1);
 }

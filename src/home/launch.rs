@@ -32,7 +32,10 @@ pub fn start(
     .with_context(|| {
         format!(
             "starting {:?}",
-            command.first().map(|a| a.to_string_lossy()).unwrap_or_default()
+            command
+                .first()
+                .map(|a| a.to_string_lossy())
+                .unwrap_or_default()
         )
     })?;
     Ok((child.id(), gate))

@@ -28,6 +28,10 @@ pub use policy::Thresholds;
 /// The default window between two measurements.
 pub const DEFAULT_WINDOW_MS: u64 = 500;
 
+/// The window under `run --pnid-via agent` and `jobs --home`: samples last
+/// seconds, so the agent reacts within a few hundred ms.
+pub const EXPERIMENT_WINDOW_MS: u64 = 200;
+
 use crate::error::usage;
 use crate::idset::IdSet;
 use crate::topology::sysfs::SysRoot;

@@ -65,11 +65,7 @@ pub fn cpu_times(sys: &SysRoot) -> anyhow::Result<BTreeMap<u32, CpuTimes>> {
 
 /// Idle CPU capacity of `cpus` between two readings: the sum of their
 /// idle shares (a CPU missing from either reading counts as busy).
-pub fn idle_cpus(
-    a: &BTreeMap<u32, CpuTimes>,
-    b: &BTreeMap<u32, CpuTimes>,
-    cpus: &IdSet,
-) -> f64 {
+pub fn idle_cpus(a: &BTreeMap<u32, CpuTimes>, b: &BTreeMap<u32, CpuTimes>, cpus: &IdSet) -> f64 {
     let busy = procstat::busy_percent(a, b);
     cpus.iter()
         .filter_map(|c| busy.get(&c))
@@ -116,6 +112,25 @@ pub fn choose_node(rooms: &[NodeRoom]) -> Option<u32> {
         .map(|r| r.node)
 }
 
+/// Homenodes for `n` jobs started at once (`jobs --home auto`): each job
+/// in turn gets the node with the most spare CPU left, counting the jobs
+/// already given one as one busy CPU each; then free memory; then the
+/// lowest id.
+pub fn assign_homes(rooms: &[NodeRoom], n: usize) -> Vec<u32> {
+    let mut left: Vec<NodeRoom> = rooms.to_vec();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(node) = choose_node(&left) else {
+            break;
+        };
+        out.push(node);
+        if let Some(r) = left.iter_mut().find(|r| r.node == node) {
+            r.idle_cpus -= 1.0;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +152,24 @@ mod tests {
     }
 
     #[test]
+    fn jobs_spread_over_the_nodes_with_room() {
+        let r = [
+            room(0, 4.0, 8),
+            room(1, 4.0, 8),
+            room(2, 1.0, 8),
+            room(3, 4.0, 8),
+        ];
+        let h = assign_homes(&r, 6);
+        assert_eq!(h, vec![0, 1, 3, 0, 1, 3]);
+        let h = assign_homes(&r, 12);
+        for node in 0..4 {
+            let k = h.iter().filter(|x| **x == node).count();
+            assert!(if node == 2 { k == 0 || k == 1 } else { k >= 3 }, "{h:?}");
+        }
+        assert!(assign_homes(&[], 3).is_empty());
+    }
+
+    #[test]
     fn reads_a_fixture_tree() {
         let tmp = tempfile::tempdir().unwrap();
         let t = tmp.path().join("proc/10/task/11");
@@ -147,8 +180,11 @@ mod tests {
         std::fs::write(t.join("status"), "Name:\tx\nCpus_allowed_list:\t0-2,5\n").unwrap();
         let n = tmp.path().join("sys/devices/system/node/node1");
         std::fs::create_dir_all(&n).unwrap();
-        std::fs::write(n.join("meminfo"), "Node 1 MemTotal: 100 kB\nNode 1 MemFree:  64 kB\n")
-            .unwrap();
+        std::fs::write(
+            n.join("meminfo"),
+            "Node 1 MemTotal: 100 kB\nNode 1 MemFree:  64 kB\n",
+        )
+        .unwrap();
         std::fs::write(
             tmp.path().join("proc/stat"),
             "cpu0 0 0 0 100 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n",

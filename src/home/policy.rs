@@ -163,8 +163,7 @@ pub fn step(
     home_idle: f64,
     tasks: &[(TaskState, Window)],
 ) -> Vec<(TaskState, Option<Change>)> {
-    let mut out: Vec<(TaskState, Option<Change>)> =
-        tasks.iter().map(|(s, _)| (*s, None)).collect();
+    let mut out: Vec<(TaskState, Option<Change>)> = tasks.iter().map(|(s, _)| (*s, None)).collect();
     // Narrow tasks: widen on sustained run delay.
     for (i, (s, w)) in tasks.iter().enumerate() {
         if s.mode != Mode::Narrow {

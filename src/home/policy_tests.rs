@@ -33,8 +33,23 @@ fn a_waiting_task_widens_after_the_windows_and_comes_back_when_there_is_room() {
     w.extend(std::iter::repeat_n((0.0, 1.0, 2.0), 10));
     let c = changes(&th, s, &w);
     assert_eq!(c.len(), 2, "{c:?}");
-    assert_eq!(c[0], (1, Change { to: Mode::Wide, reason: Reason::RunDelay }));
-    assert_eq!(c[1].1, Change { to: Mode::Narrow, reason: Reason::HomeHasRoom });
+    assert_eq!(
+        c[0],
+        (
+            1,
+            Change {
+                to: Mode::Wide,
+                reason: Reason::RunDelay
+            }
+        )
+    );
+    assert_eq!(
+        c[1].1,
+        Change {
+            to: Mode::Narrow,
+            reason: Reason::HomeHasRoom
+        }
+    );
     // Widened at window 1; wide from window 2: 4 windows (min_wide) later.
     assert_eq!(c[1].0, 1 + th.min_wide as usize);
 }
@@ -42,7 +57,12 @@ fn a_waiting_task_widens_after_the_windows_and_comes_back_when_there_is_room() {
 #[test]
 fn one_busy_window_does_not_widen() {
     let th = Thresholds::default();
-    let w = [(0.9, 0.1, 0.0), (0.0, 1.0, 0.0), (0.9, 0.1, 0.0), (0.0, 1.0, 0.0)];
+    let w = [
+        (0.9, 0.1, 0.0),
+        (0.0, 1.0, 0.0),
+        (0.9, 0.1, 0.0),
+        (0.0, 1.0, 0.0),
+    ];
     assert!(changes(&th, TaskState::narrow(&th), &w).is_empty());
 }
 
@@ -65,7 +85,11 @@ fn room_for_one_brings_back_one_task_not_all() {
     // 1.3 idle CPUs - 0.25 margin: room for one busy task.
     let out = step(&th, 1.3, &[(wide, win(0.0, 1.0)), (older, win(0.0, 1.0))]);
     assert_eq!(out[0].1, None);
-    assert_eq!(out[1].1.map(|c| c.to), Some(Mode::Narrow), "longest away first");
+    assert_eq!(
+        out[1].1.map(|c| c.to),
+        Some(Mode::Narrow),
+        "longest away first"
+    );
 }
 
 #[test]
@@ -86,7 +110,11 @@ fn widening_soon_after_narrowing_backs_off() {
         }
         assert_eq!(s.mode, Mode::Narrow);
     }
-    assert_eq!(mins, vec![4, 8, 16, 32], "the first placement is not thrash");
+    assert_eq!(
+        mins,
+        vec![4, 8, 16, 32],
+        "the first placement is not thrash"
+    );
 }
 
 #[test]
@@ -103,11 +131,26 @@ fn masks_respect_the_tasks_own_cpus() {
 fn thresholds_are_checked() {
     assert!(Thresholds::default().check().is_ok());
     for bad in [
-        Thresholds { widen_delay: 0.0, ..Thresholds::default() },
-        Thresholds { widen_delay: 1.5, ..Thresholds::default() },
-        Thresholds { narrow_margin: -1.0, ..Thresholds::default() },
-        Thresholds { widen_windows: 0, ..Thresholds::default() },
-        Thresholds { max_wide: 1, ..Thresholds::default() },
+        Thresholds {
+            widen_delay: 0.0,
+            ..Thresholds::default()
+        },
+        Thresholds {
+            widen_delay: 1.5,
+            ..Thresholds::default()
+        },
+        Thresholds {
+            narrow_margin: -1.0,
+            ..Thresholds::default()
+        },
+        Thresholds {
+            widen_windows: 0,
+            ..Thresholds::default()
+        },
+        Thresholds {
+            max_wide: 1,
+            ..Thresholds::default()
+        },
     ] {
         assert!(bad.check().is_err(), "{bad:?}");
     }

@@ -155,7 +155,7 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
             .map(|c| c.to_string())
             .collect()
     };
-    vec![
+    let mut h = vec![
         ("NumSamples", meta.spec.samples.to_string()),
         (
             "Kernel",
@@ -168,5 +168,16 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ),
         ("NUM_CPUS", meta.num_cpus.to_string()),
         ("migration_cost_ns", costs.join(", ")),
-    ]
+    ];
+    // Only when it is not the kernel patch, so earlier reports read the same.
+    if meta.pnid_via != "prctl" {
+        h.push((
+            "PNID_via",
+            format!(
+                "{} (user-space homenode agent, soft CPU affinity)",
+                meta.pnid_via
+            ),
+        ));
+    }
+    h
 }

@@ -205,9 +205,30 @@ mod tests {
         };
         assert!(check_entry(11, &ok).is_ok());
         assert!(check_entry(0, &ok).is_err());
-        assert!(check_entry(11, &AffinityOriginal { start_time: 0, ..ok.clone() }).is_err());
-        assert!(check_entry(11, &AffinityOriginal { cpus: "x".into(), ..ok.clone() }).is_err());
-        assert!(check_entry(11, &AffinityOriginal { cpus: "".into(), ..ok }).is_err());
+        assert!(check_entry(
+            11,
+            &AffinityOriginal {
+                start_time: 0,
+                ..ok.clone()
+            }
+        )
+        .is_err());
+        assert!(check_entry(
+            11,
+            &AffinityOriginal {
+                cpus: "x".into(),
+                ..ok.clone()
+            }
+        )
+        .is_err());
+        assert!(check_entry(
+            11,
+            &AffinityOriginal {
+                cpus: "".into(),
+                ..ok
+            }
+        )
+        .is_err());
     }
 
     #[test]

@@ -445,7 +445,10 @@ impl Guard {
         self.lock.dir()
     }
 
-    pub(super) fn journal_change(&mut self, change: impl FnOnce(&mut Journal)) -> anyhow::Result<()> {
+    pub(super) fn journal_change(
+        &mut self,
+        change: impl FnOnce(&mut Journal),
+    ) -> anyhow::Result<()> {
         change(&mut self.journal);
         self.journal.check().map_err(usage)?;
         self.journal.write(&self.path)?;
