@@ -373,9 +373,14 @@ impl Agent {
                 _ => {}
             }
             if let (Some((r0, d0)), Some((r1, d1))) = (prev, cur) {
+                // Where a wide task is (one more read, wide tasks only).
+                let on_home = t.state.mode == Mode::Wide
+                    && observe::last_cpu(&self.sys, t.tgid, *tid)
+                        .is_some_and(|c| self.home_cpus.contains(c));
                 let w = Window {
                     delay: (d1.saturating_sub(d0) as f64 / win_ns).clamp(0.0, 1.0),
                     run: (r1.saturating_sub(r0) as f64 / win_ns).clamp(0.0, 1.0),
+                    on_home,
                 };
                 input.push((*tid, t.state, w));
             }

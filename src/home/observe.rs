@@ -47,6 +47,14 @@ pub fn schedstat(sys: &SysRoot, pid: i32, tid: i32) -> Option<(u64, u64)> {
     parse_schedstat(&text)
 }
 
+/// The CPU thread `tid` last ran on (`stat` field 39); `None` when gone.
+pub fn last_cpu(sys: &SysRoot, pid: i32, tid: i32) -> Option<u32> {
+    let text = sys
+        .read_opt(&format!("proc/{pid}/task/{tid}/stat"))
+        .ok()??;
+    crate::sys::affinity::parse_stat_cpu(&text)
+}
+
 /// Thread `tid`'s allowed CPUs (`Cpus_allowed_list`, which the user's
 /// cpuset and any earlier sched_setaffinity shaped).
 pub fn cpus_allowed(sys: &SysRoot, pid: i32, tid: i32) -> Option<IdSet> {

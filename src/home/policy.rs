@@ -16,7 +16,8 @@
 //!   `narrow_margin` CPUs, minus the demand of wide tasks already counted
 //!   this window (longest away first), covers the task's demand (its running
 //!   plus waiting share). So several tasks do not all rush back into room
-//!   for one.
+//!   for one. A wide task that was last seen on a homenode CPU and did not
+//!   wait already has its room (its demand is in the node's busy time).
 //! - Hysteresis against thrash: a task widened again within
 //!   `thrash_windows` of being narrowed doubles its `min_wide` (up to
 //!   `max_wide`); one that stayed narrow longer starts again from the base.
@@ -147,6 +148,9 @@ pub struct Window {
     pub delay: f64,
     /// Time running / window.
     pub run: f64,
+    /// A wide task last seen on a homenode CPU: bringing it back takes no
+    /// room it does not already use.
+    pub on_home: bool,
 }
 
 /// A change for one task.
@@ -216,7 +220,11 @@ pub fn step(
         let mut n = s;
         n.in_mode = n.in_mode.saturating_add(1);
         let need = (w.run + w.delay).clamp(0.0, 1.0);
-        if budget >= need && budget > 0.0 {
+        if w.on_home && w.delay < th.widen_delay {
+            // Already running at home without waiting: its demand is in
+            // the node's busy time, not in its room.
+            n.room += 1;
+        } else if budget >= need && budget > 0.0 {
             budget -= need;
             n.room += 1;
         } else {

@@ -5,7 +5,11 @@ use crate::idset::IdSet;
 use proptest::prelude::*;
 
 fn win(delay: f64, run: f64) -> Window {
-    Window { delay, run }
+    Window {
+        delay,
+        run,
+        on_home: false,
+    }
 }
 
 /// Runs one task through `windows` (delay, run, home idle), returning the
@@ -90,6 +94,44 @@ fn room_for_one_brings_back_one_task_not_all() {
         Some(Mode::Narrow),
         "longest away first"
     );
+}
+
+#[test]
+fn a_wide_task_already_at_home_comes_back_without_room() {
+    let th = Thresholds::default();
+    let wide = TaskState {
+        mode: Mode::Wide,
+        in_mode: 10,
+        ..TaskState::narrow(&th)
+    };
+    let home = Window {
+        on_home: true,
+        ..win(0.0, 1.0)
+    };
+    let mut s = wide;
+    let mut back = None;
+    for k in 0..th.narrow_windows {
+        let (n, c) = step(&th, 0.0, &[(s, home)])[0];
+        s = n;
+        if c.is_some() {
+            back = Some(k);
+        }
+    }
+    assert_eq!(back, Some(th.narrow_windows - 1));
+    // Waiting there: no.
+    let waiting = Window { delay: 0.5, ..home };
+    let c = changes_with(&th, wide, waiting, 10);
+    assert!(c.is_empty(), "{c:?}");
+}
+
+fn changes_with(th: &Thresholds, mut s: TaskState, w: Window, n: usize) -> Vec<Change> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (ns, c) = step(th, 0.0, &[(s, w)])[0];
+        out.extend(c);
+        s = ns;
+    }
+    out
 }
 
 #[test]
@@ -209,22 +251,23 @@ proptest! {
     /// The tasks brought back in one window fit in the room there was.
     #[test]
     fn narrowing_stays_within_the_room(
-        tasks in prop::collection::vec((0u32..20, 0u32..5, 0.0..0.5f64, 0.0..0.5f64), 1..30),
+        tasks in prop::collection::vec(
+            (0u32..20, 0u32..5, 0.0..0.5f64, 0.0..0.5f64, any::<bool>()), 1..30),
         idle in 0.0..6.0f64,
     ) {
         let th = Thresholds::default();
         let input: Vec<(TaskState, Window)> = tasks
             .iter()
-            .map(|&(in_mode, room, d, r)| {
+            .map(|&(in_mode, room, d, r, on_home)| {
                 (TaskState { mode: Mode::Wide, over: 0, room, in_mode, min_wide: th.min_wide, returned: false },
-                 win(d, r))
+                 Window { on_home, ..win(d, r) })
             })
             .collect();
         let out = step(&th, idle, &input);
         let back: f64 = out
             .iter()
             .zip(&input)
-            .filter(|(o, _)| o.1.is_some())
+            .filter(|(o, (_, w))| o.1.is_some() && !(w.on_home && w.delay < th.widen_delay))
             .map(|(_, (_, w))| w.delay + w.run)
             .sum();
         prop_assert!(back <= (idle - th.narrow_margin).max(0.0) + 1e-9);

@@ -47,6 +47,11 @@ pub fn parse_stat(text: &str) -> Option<(u64, bool)> {
     Some((start, flags & PF_KTHREAD != 0))
 }
 
+/// The CPU a task last ran on (field 39 of a `stat` text).
+pub fn parse_stat_cpu(text: &str) -> Option<u32> {
+    stat_fields(text)?.get(39 - 3)?.parse().ok()
+}
+
 /// Reads thread `tid` of process `tgid`: its start time and whether it is a
 /// kernel thread; `None` when it does not exist (any more).
 pub fn task_stat(sys: &SysRoot, tgid: i32, tid: i32) -> Option<(u64, bool)> {
@@ -194,6 +199,12 @@ mod tests {
         let kt = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0";
         assert_eq!(parse_stat(kt), Some((5, true)));
         assert_eq!(parse_stat("garbage"), None);
+        // Fields 3..=52 after the name; field 39 (the last CPU) is 7.
+        let f: Vec<String> = (3..=52)
+            .map(|k| if k == 39 { "7".into() } else { k.to_string() })
+            .collect();
+        assert_eq!(parse_stat_cpu(&format!("1 (x y) {}", f.join(" "))), Some(7));
+        assert_eq!(parse_stat_cpu("1 (x) S 1"), None);
     }
 
     #[test]
