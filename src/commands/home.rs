@@ -22,7 +22,7 @@ use std::time::Duration;
 pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     // Every check before anything changes.
     let attach = !a.pid.is_empty();
-    if attach == !a.command.is_empty() {
+    if attach != a.command.is_empty() {
         return Err(usage(
             "say what to home: `-- COMMAND...` or `--pid PID...` (one of them)",
         ));

@@ -132,8 +132,8 @@ fn places_widens_under_delay_and_brings_back_when_home_has_room() {
     while p.masks[&11] != cpus("0-1") {
         assert!(k < 20, "never narrowed back");
         tree.sched(10, 11, 600 + 100 * (k - 2), 400);
-        for c in 0..4 {
-            idle[c] += 50;
+        for i in idle.iter_mut() {
+            *i += 50;
         }
         tree.stat(busy, idle);
         a.window_step(&mut p, at(k)).unwrap();
