@@ -243,6 +243,12 @@ pub struct HomeArgs {
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = percent)]
     pub widen_delay: f64,
 
+    /// ... while a CPU of its own outside the homenode idled at least this
+    /// % of the window more than the thread ran (waiting alone is not
+    /// enough: under an even load it waits as much anywhere) ...
+    #[arg(long, value_name = "PCT", default_value_t = 20.0, value_parser = percent)]
+    pub widen_gain: f64,
+
     /// ... for this many windows in a row.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub widen_windows: u32,

@@ -40,7 +40,10 @@ fn narrowed_widened_under_run_delay_brought_back_and_restored() {
     let s = sections(&run.output);
     assert!(run.output.contains("rc=0"), "{}", run.output);
     let start: Vec<&str> = s["start"].lines().collect();
-    assert_eq!(start[0], "Cpus_allowed_list:\t2-3", "narrowed before it ran");
+    assert_eq!(
+        start[0], "Cpus_allowed_list:\t2-3",
+        "narrowed before it ran"
+    );
     let preferred: u32 = start[1].trim().parse().unwrap();
     assert!(preferred > 0, "memory preferred on node 1: {start:?}");
 

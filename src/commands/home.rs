@@ -38,6 +38,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     }
     let th = Thresholds {
         widen_delay: a.widen_delay / 100.0,
+        widen_gain: a.widen_gain / 100.0,
         widen_windows: a.widen_windows,
         narrow_windows: a.narrow_windows,
         narrow_margin: a.narrow_margin,

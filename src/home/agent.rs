@@ -355,6 +355,9 @@ impl Agent {
         self.counts.windows += 1;
         let win_ns = now.duration_since(t0).as_nanos().max(1) as f64;
         let home_idle = observe::idle_cpus(&stat0, &stat, &self.home_cpus);
+        let shares = observe::idle_shares(&stat0, &stat);
+        // The idlest CPU outside the homenode, per distinct own mask.
+        let mut away: BTreeMap<String, f64> = BTreeMap::new();
         // Measure; let go of tasks that set their own mask.
         let mut input = Vec::new();
         let mut released = Vec::new();
@@ -377,10 +380,14 @@ impl Agent {
                 let on_home = t.state.mode == Mode::Wide
                     && observe::last_cpu(&self.sys, t.tgid, *tid)
                         .is_some_and(|c| self.home_cpus.contains(c));
+                let away_idle = *away.entry(t.original.to_string()).or_insert_with(|| {
+                    observe::idlest(&shares, &t.original.difference(&self.home_cpus))
+                });
                 let w = Window {
                     delay: (d1.saturating_sub(d0) as f64 / win_ns).clamp(0.0, 1.0),
                     run: (r1.saturating_sub(r0) as f64 / win_ns).clamp(0.0, 1.0),
                     on_home,
+                    away_idle,
                 };
                 input.push((*tid, t.state, w));
             }

@@ -81,6 +81,21 @@ pub fn idle_cpus(a: &BTreeMap<u32, CpuTimes>, b: &BTreeMap<u32, CpuTimes>, cpus:
         .sum()
 }
 
+/// Each CPU's idle share (0..1) between two readings.
+pub fn idle_shares(a: &BTreeMap<u32, CpuTimes>, b: &BTreeMap<u32, CpuTimes>) -> BTreeMap<u32, f64> {
+    procstat::busy_percent(a, b)
+        .into_iter()
+        .map(|(c, p)| (c, ((100.0 - p) / 100.0).clamp(0.0, 1.0)))
+        .collect()
+}
+
+/// The largest idle share among `cpus` (0 when none was measured).
+pub fn idlest(shares: &BTreeMap<u32, f64>, cpus: &IdSet) -> f64 {
+    cpus.iter()
+        .filter_map(|c| shares.get(&c))
+        .fold(0.0, |m: f64, x| m.max(*x))
+}
+
 /// Free memory of a node in bytes (`MemFree` of `nodeN/meminfo`).
 pub fn node_free_bytes(sys: &SysRoot, node: u32) -> Option<u64> {
     let text = sys
@@ -210,5 +225,9 @@ mod tests {
         let b = procstat::parse("cpu0 50 0 0 150 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n");
         let idle = idle_cpus(&a, &b, &"0-1".parse().unwrap());
         assert!((idle - 1.5).abs() < 1e-9, "{idle}");
+        let shares = idle_shares(&a, &b);
+        assert!((idlest(&shares, &"0".parse().unwrap()) - 0.5).abs() < 1e-9);
+        assert!((idlest(&shares, &"0-1".parse().unwrap()) - 1.0).abs() < 1e-9);
+        assert_eq!(idlest(&shares, &"7".parse().unwrap()), 0.0);
     }
 }

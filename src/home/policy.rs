@@ -7,9 +7,13 @@
 //! its CPUs of their idle share, from /proc/stat).
 //!
 //! - A **narrow** task (allowed CPUs = homenode's ∩ its own) that waited at
-//!   least `widen_delay` of the window for `widen_windows` windows in a row
-//!   is **widened** to its own mask: its homenode has no room, and a CPU
-//!   elsewhere may be idle (work-conserving).
+//!   least `widen_delay` of the window, while a CPU of its own mask outside
+//!   the homenode was idle at least `widen_gain` more of the window than
+//!   the task got to run, for `widen_windows` windows in a row, is
+//!   **widened** to its own mask (work-conserving: a CPU elsewhere idles
+//!   while it waits). Waiting alone is not enough: under an even load (the
+//!   RFC's 60 % on every CPU) a task waits as much on any CPU, and moving it
+//!   would only take it from its memory.
 //! - A **wide** task is **narrowed** back (re-attraction) once it has been
 //!   wide for `min_wide` windows and the homenode had room for it for
 //!   `narrow_windows` windows in a row. Room: idle capacity, minus
@@ -30,6 +34,9 @@ use serde::Serialize;
 pub struct Thresholds {
     /// Widen when the task waited at least this share of a window (0..1).
     pub widen_delay: f64,
+    /// ... while a CPU outside the homenode idled this much more of the
+    /// window than the task ran ...
+    pub widen_gain: f64,
     /// ... for this many windows in a row.
     pub widen_windows: u32,
     /// Idle CPUs the homenode keeps in reserve before a task comes back.
@@ -48,6 +55,7 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             widen_delay: 0.10,
+            widen_gain: 0.20,
             widen_windows: 2,
             narrow_margin: 0.25,
             narrow_windows: 3,
@@ -63,6 +71,9 @@ impl Thresholds {
     pub fn check(&self) -> Result<(), String> {
         if !(self.widen_delay > 0.0 && self.widen_delay <= 1.0) {
             return Err(format!("widen delay {} is not in (0, 1]", self.widen_delay));
+        }
+        if !(self.widen_gain >= 0.0 && self.widen_gain <= 1.0) {
+            return Err(format!("widen gain {} is not in [0, 1]", self.widen_gain));
         }
         if !(self.narrow_margin >= 0.0 && self.narrow_margin.is_finite()) {
             return Err(format!("narrow margin {} is not >= 0", self.narrow_margin));
@@ -151,6 +162,9 @@ pub struct Window {
     /// A wide task last seen on a homenode CPU: bringing it back takes no
     /// room it does not already use.
     pub on_home: bool,
+    /// The idlest CPU of the task's own mask outside the homenode: its
+    /// idle share of the window (0 when there is none).
+    pub away_idle: f64,
 }
 
 /// A change for one task.
@@ -175,7 +189,7 @@ pub fn step(
         }
         let mut n = *s;
         n.in_mode = n.in_mode.saturating_add(1);
-        n.over = if w.delay >= th.widen_delay {
+        n.over = if w.delay >= th.widen_delay && w.away_idle >= w.run + th.widen_gain {
             n.over + 1
         } else {
             0
