@@ -1,8 +1,9 @@
 //! `numalab home` on this machine: the mechanism, not magnitudes. Narrowing
 //! to one CPU of node 0 (`--cpus`) makes it visible on a one-node machine:
-//! tasks narrowed, widened under run delay, masks put back at the end, on
-//! SIGTERM, and by `numalab restore` after SIGKILL (the command keeps
-//! running: it does not die with the agent).
+//! tasks narrowed, widened under run delay (when another CPU idles: on a
+//! machine busy with other work that part is skipped, said so), masks put
+//! back at the end, on SIGTERM, and by `numalab restore` after SIGKILL (the
+//! command keeps running: it does not die with the agent).
 
 mod common;
 
@@ -40,6 +41,17 @@ fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// (idle, total) ticks of every CPU but CPU 0, from /proc/stat.
+fn idle_outside_cpu0() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let t = numalab::load::procstat::parse(&text);
+    Some(
+        t.iter()
+            .filter(|(c, _)| **c != 0)
+            .fold((0, 0), |(i, a), (_, x)| (i + x.total - x.busy, a + x.total)),
+    )
+}
+
 fn journal_tids(state: &Path) -> Vec<u32> {
     let Ok(t) = std::fs::read_to_string(state.join("restore.json")) else {
         return Vec::new();
@@ -58,6 +70,7 @@ fn busy_threads_are_narrowed_widened_under_run_delay_and_restored() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("home.jsonl");
+    let before = idle_outside_cpu0();
     // Two busy loops on one home CPU: each waits about half of the time.
     let out = Command::new(bin())
         .args([
@@ -92,10 +105,25 @@ fn busy_threads_are_narrowed_widened_under_run_delay_and_restored() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let widened: Vec<_> = events.iter().filter(|e| e["action"] == "widen").collect();
-    assert!(
-        !widened.is_empty(),
-        "no widening under run delay: {events:?}"
-    );
+    // Widening needs a CPU that idles while they wait; on a shared machine
+    // other work may keep every other CPU busy (the lab test checks this
+    // part on a quiet guest).
+    let idle = match (before, idle_outside_cpu0()) {
+        (Some((i0, t0)), Some((i1, t1))) if t1 > t0 => (i1 - i0) as f64 / (t1 - t0) as f64,
+        _ => 0.0,
+    };
+    if widened.is_empty() && idle < 0.3 {
+        eprintln!(
+            "SKIPPED (the widening part): the CPUs outside the home CPU were idle only \
+             {:.0}% of the run",
+            idle * 100.0
+        );
+    } else {
+        assert!(
+            !widened.is_empty(),
+            "no widening under run delay (other CPUs idle {idle:.2}): {events:?}"
+        );
+    }
     for w in &widened {
         assert_eq!(w["reason"], "run-delay");
         assert_eq!(
