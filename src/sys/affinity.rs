@@ -82,6 +82,9 @@ pub fn restore_one(sys: &SysRoot, tid: i32, e: &AffinityOriginal) -> Result<Stri
     check_entry(tid, e)?;
     match task_stat(sys, e.tgid, tid) {
         None => Ok(format!("task {tid}: gone, nothing to restore")),
+        Some((_, true)) => Err(format!(
+            "task {tid} is a kernel thread: numalab never places those; refused"
+        )),
         Some((start, _)) if start != e.start_time => Ok(format!(
             "task {tid}: the id now names another task (started at {start}, not {}); left alone",
             e.start_time
@@ -252,6 +255,13 @@ mod tests {
             "8 (x) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 555 0 0",
         )
         .unwrap();
+        let kt = tmp.path().join("proc/2/task/2");
+        std::fs::create_dir_all(&kt).unwrap();
+        std::fs::write(
+            kt.join("stat"),
+            "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0",
+        )
+        .unwrap();
         let sys = SysRoot::new(tmp.path());
         let e = AffinityOriginal {
             tgid: 7,
@@ -260,5 +270,13 @@ mod tests {
         };
         assert!(restore_one(&sys, 8, &e).unwrap().contains("another task"));
         assert!(restore_one(&sys, 9, &e).unwrap().contains("gone"));
+        let k = AffinityOriginal {
+            tgid: 2,
+            start_time: 5,
+            cpus: "0".into(),
+        };
+        assert!(restore_one(&sys, 2, &k)
+            .unwrap_err()
+            .contains("kernel thread"));
     }
 }
