@@ -73,7 +73,8 @@ pub enum Command {
     /// running tasks) with a homenode. Memory is preferred there (the
     /// started command only); CPUs are soft affinity: every thread may run
     /// on the homenode's CPUs while it has room, is widened to its own CPUs
-    /// when it waits too long there, and is brought back when the node has
+    /// when it waits too long there while a CPU elsewhere idles, and is
+    /// brought back when the node has
     /// room again. Original masks are restored at the end (and by `numalab
     /// restore` after a kill). See docs/home.md.
     ///
