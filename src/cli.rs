@@ -76,6 +76,18 @@ pub enum Command {
     /// `numalab jobs 8 -- --membind 0`.
     Jobs(JobsArgs),
 
+    /// A preferred node without a patched kernel: run a command (or follow
+    /// running tasks) with a homenode. Memory is preferred there (the
+    /// started command only); CPUs are soft affinity: every thread may run
+    /// on the homenode's CPUs while it has room, is widened to its own CPUs
+    /// when it waits too long there while a CPU elsewhere idles, and is
+    /// brought back when the node has
+    /// room again. Original masks are restored at the end (and by `numalab
+    /// restore` after a kill). See docs/home.md.
+    ///
+    /// `numalab home --node 1 -- CMD...`, `numalab home --node auto --pid 1234`.
+    Home(HomeArgs),
+
     /// Internal: wait for numalab's tracer, then exec COMMAND.
     #[command(name = "__gate", hide = true)]
     Gate {
@@ -180,9 +192,97 @@ pub struct JobsArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "n")]
     pub from: Option<PathBuf>,
 
+    /// Give every job a homenode: a node, or `auto` (per job, the node with
+    /// the most spare CPU left, as the node-affine scheduler's node_policy).
+    /// Its memory is preferred there; its CPUs follow --home-cpu.
+    #[arg(long, value_name = "auto|N")]
+    pub home: Option<String>,
+
+    /// With --home: `agent` (soft affinity, `numalab home`), `pin` (hard
+    /// pinning to the homenode) or `float` (memory only).
+    #[arg(long, value_enum, default_value = "agent", requires = "home")]
+    pub home_cpu: crate::jobs::HomeCpu,
+
     /// More `numalab probe` options for every job (placement), after `--`.
     #[arg(last = true, value_name = "PROBE-ARGS")]
     pub probe_args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HomeArgs {
+    /// The homenode: a node id, or `auto` (the node with the most spare CPU
+    /// over a short sample, then the most free memory).
+    #[arg(long, value_name = "N|auto")]
+    pub node: String,
+
+    /// Narrow to these CPUs of the homenode instead of all of them (one
+    /// LLC, say; also how the mechanism is seen on a one-node machine).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Follow these running processes (and their threads and children)
+    /// instead of starting a command. Their memory policy cannot be changed
+    /// from outside: see --migrate.
+    #[arg(long, value_name = "PID", num_args = 1.., value_delimiter = ',',
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub pid: Vec<i32>,
+
+    /// Bind the command's memory to the homenode (MPOL_BIND) instead of
+    /// preferring it (MPOL_PREFERRED).
+    #[arg(long)]
+    pub bind: bool,
+
+    /// With --pid: move the tasks' existing pages to the homenode once at
+    /// attach (migrate_pages); their future allocations follow their own
+    /// policy.
+    #[arg(long, requires = "pid")]
+    pub migrate: bool,
+
+    /// Stop after this many seconds (masks restored, tasks keep running).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub duration: Option<f64>,
+
+    /// Measurement window, ms.
+    #[arg(long, value_name = "MS", default_value_t = crate::home::DEFAULT_WINDOW_MS,
+          value_parser = clap::value_parser!(u64).range(20..=60000))]
+    pub window_ms: u64,
+
+    /// Widen a thread that waited for a CPU at least this % of a window ...
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = percent)]
+    pub widen_delay: f64,
+
+    /// ... while a CPU of its own outside the homenode idled at least this
+    /// % of the window more than the thread ran (waiting alone is not
+    /// enough: under an even load it waits as much anywhere) ...
+    #[arg(long, value_name = "PCT", default_value_t = 20.0, value_parser = percent)]
+    pub widen_gain: f64,
+
+    /// ... for this many windows in a row.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub widen_windows: u32,
+
+    /// Narrow a widened thread back when the homenode had room for it this
+    /// many windows in a row ...
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub narrow_windows: u32,
+
+    /// ... keeping this many idle CPUs in reserve ...
+    #[arg(long, value_name = "CPUS", default_value_t = 0.25, value_parser = non_negative)]
+    pub narrow_margin: f64,
+
+    /// ... and not before it has been wide this many windows (doubled, up
+    /// to 64, when it is widened again soon after coming back).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub min_wide: u32,
+
+    /// Log every decision here as JSON lines (time, task, action, reason,
+    /// run delay).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Where a topology comes from: the machine (default), a preset, or a file.
@@ -324,6 +424,14 @@ fn positive_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A finite number >= 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a number >= 0")),
+    }
+}
+
 /// A positive, finite number of seconds.
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -340,6 +448,13 @@ fn knob_arg(s: &str) -> Result<(String, String), String> {
     let one = std::collections::BTreeMap::from([(k.trim().to_string(), v.trim().to_string())]);
     crate::experiment::knobs::check(&one).map_err(|e| e.to_string())?;
     Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// How PNID rows set the preferred node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PnidVia {
+    Prctl,
+    Agent,
 }
 
 /// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
@@ -459,8 +574,15 @@ pub struct RunArgs {
     pub knob: Vec<(String, String)>,
 
     /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
-    #[arg(long, value_name = "NUMBER[:LAYOUT]")]
+    #[arg(long, value_name = "NUMBER[:LAYOUT]", conflicts_with = "pnid_via")]
     pub pnid_prctl: Option<String>,
+
+    /// How PNID rows set the preferred node: `prctl` (the kernel patch,
+    /// where the kernel has it) or `agent` (the user-space homenode agent of
+    /// `numalab home`, CPU soft affinity to the PNID node, on any kernel).
+    /// Recorded in run.json (`pnid_via`); --resume keeps the run's.
+    #[arg(long, value_enum, conflicts_with = "resume")]
+    pub pnid_via: Option<PnidVia>,
 
     /// Where samples come from: `host` runs the probe on this machine under
     /// real load; `sim` simulates each sample (scheduler, load balancer, NUMA

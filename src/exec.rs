@@ -43,6 +43,11 @@ pub struct Options<'a> {
     /// Children share numalab's stdin, stdout and stderr (a traced
     /// command talks to the user) instead of writing to memory files.
     pub inherit_stdio: bool,
+    /// Homenode agents (`run --pnid-via agent`, `jobs --home`), each with
+    /// the children (launch order) it follows: they are placed before their
+    /// gate opens, the agents tick at every poll, and every mask is put
+    /// back when the batch ends (journaled in the guard).
+    pub agents: Vec<(&'a mut crate::home::Agent, Vec<usize>)>,
 }
 
 impl Default for Options<'_> {
@@ -55,6 +60,7 @@ impl Default for Options<'_> {
             deadline: None,
             grace: Duration::from_secs(1),
             inherit_stdio: false,
+            agents: Vec::new(),
         }
     }
 }
@@ -150,6 +156,16 @@ pub fn run(
         },
         None => None,
     };
+    let mut opts = opts;
+    if let Err(e) = place(&mut opts.agents, &children, guard) {
+        drop(gates);
+        reap_all(&mut children, Instant::now());
+        if let Some(t) = tracer.take() {
+            let _ = t.finish(guard);
+        }
+        let _ = guard.restore_tasks();
+        return Err(e);
+    }
     let started = Instant::now();
     for g in gates {
         g.open().context("releasing a child from its gate")?;
@@ -178,6 +194,16 @@ pub fn run(
         if opts.deadline.is_some_and(|d| started.elapsed() >= d) {
             break Ended::Deadline;
         }
+        for (agent, _) in opts.agents.iter_mut() {
+            if let Err(e) = agent.tick(guard) {
+                end_children(&mut children, started, opts.grace);
+                if let Some(t) = tracer.take() {
+                    let _ = t.finish(guard);
+                }
+                let _ = guard.restore_tasks();
+                return Err(e.context("homenode agent"));
+            }
+        }
         if last_trace.elapsed() >= opts.trace_poll {
             if let Some(Err(e)) = tracer.as_mut().map(Tracer::poll) {
                 end_children(&mut children, started, opts.grace);
@@ -193,6 +219,10 @@ pub fn run(
     let elapsed = started.elapsed();
     if ended != Ended::Exited {
         end_children(&mut children, started, opts.grace);
+    }
+    if !opts.agents.is_empty() {
+        // The batch's tasks are gone or ended; anything left gets its mask back.
+        guard.restore_tasks()?;
     }
     let captured = tracer.map(|t| t.finish(guard)).transpose()?;
     let children = children
@@ -216,6 +246,23 @@ pub fn run(
         captured,
         elapsed,
     })
+}
+
+/// Places each agent's children on its homenode before they run.
+fn place(
+    agents: &mut [(&mut crate::home::Agent, Vec<usize>)],
+    children: &[Child],
+    guard: &mut Guard,
+) -> anyhow::Result<()> {
+    for (agent, idx) in agents.iter_mut() {
+        for &i in idx.iter() {
+            let c = children
+                .get(i)
+                .with_context(|| format!("homenode agent: no child {i} in the batch"))?;
+            agent.attach(guard, c.pid as i32)?;
+        }
+    }
+    Ok(())
 }
 
 fn spawn(

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod error;
 pub mod exec;
 pub mod experiment;
+pub mod home;
 pub mod idset;
 pub mod jobs;
 pub mod load;

@@ -66,6 +66,7 @@ fn write_traced_run(
         start_unix_s: 1,
         end_unix_s: Some(2),
         sim: None,
+        pnid_via: "prctl".into(),
     };
     record::write_meta(dir, &meta).unwrap();
     let mut probe: ProbeRecord =

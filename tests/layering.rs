@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["sys", "paths"],
     &["analysis", "load", "sim"],
+    &["home"],
     &["probe"],
     &["trace"],
     &["exec"],

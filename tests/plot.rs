@@ -55,6 +55,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
         start_unix_s: 1,
         end_unix_s: Some(2),
         sim: None,
+        pnid_via: "prctl".into(),
     };
     record::write_meta(dir, &meta).unwrap();
     let probe: ProbeRecord =
@@ -145,6 +146,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
                 migrations: Default::default(),
                 causes: Default::default(),
                 residency_source: "kernel trace".into(),
+                home_node: None,
             }
         })
         .collect();
@@ -163,6 +165,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         trace_events: 1000,
         lost_events: 0,
         notes: Vec::new(),
+        home: None,
         jobs,
     };
     std::fs::write(path, numalab::jobs::render::json(&rec)).unwrap();

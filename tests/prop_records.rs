@@ -62,6 +62,7 @@ fn run_meta() -> RunMeta {
         start_unix_s: 1_700_000_000,
         end_unix_s: None,
         sim: None,
+        pnid_via: "prctl".into(),
     }
 }
 

@@ -210,6 +210,20 @@ fn sim_bad_input_exits_2_before_any_work() {
             ],
             "PNID patch",
         ),
+        (
+            vec![
+                "run",
+                "--backend",
+                "sim",
+                "--preset",
+                "epyc-7551-8n",
+                "--pnid-via",
+                "agent",
+                "--out",
+                o,
+            ],
+            "PNID patch",
+        ),
     ] {
         let (code, _, err) = numalab(&args, tmp.path());
         assert_eq!(code, 2, "{args:?}: {err}");

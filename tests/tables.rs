@@ -71,6 +71,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
         start_unix_s: 1,
         end_unix_s: None,
         sim: None,
+        pnid_via: "prctl".into(),
     };
     let probe: ProbeRecord =
         serde_json::from_str(include_str!("fixtures/probe-record-before-numa.json")).unwrap();
@@ -248,6 +249,7 @@ fn jobs() -> JobsRecord {
         migrations: Default::default(),
         causes: Default::default(),
         residency_source: "kernel trace".into(),
+        home_node: None,
     };
     JobsRecord {
         schema: JOBS_SCHEMA.into(),
@@ -264,6 +266,7 @@ fn jobs() -> JobsRecord {
         trace_events: 10,
         lost_events: 0,
         notes: vec!["an example note".into()],
+        home: None,
         jobs: vec![
             job(1, &[(0, 100.0)], 0, 0),
             job(2, &[(1, 37.5), (3, 62.5)], 3, 1),

@@ -66,6 +66,32 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         return Err(usage("--json is not a job option; use --format json"));
     }
     let spec = super::probe::spec_from_args(&pa, &topo)?;
+    let home = match a.home.as_deref().map(str::trim) {
+        None => None,
+        Some(h) => {
+            if spec.mem != crate::probe::MemPlacement::Float
+                || spec.cpu != crate::probe::CpuPlacement::Float
+            {
+                return Err(usage(
+                    "--home places each job's memory and CPUs on its homenode: leave the probe's memory and CPU placement options out",
+                ));
+            }
+            let node = match h {
+                "auto" => None,
+                n => {
+                    let n = n
+                        .parse::<u32>()
+                        .map_err(|_| usage(format!("--home {n:?}: give a node id or `auto`")))?;
+                    crate::home::home_cpus(&topo, n)?;
+                    Some(n)
+                }
+            };
+            Some(jobs::HomeSpec {
+                node,
+                cpu: a.home_cpu,
+            })
+        }
+    };
     crate::probe::validate(&spec, &topo)?;
     // Every job is a process: its buffer plus the process itself.
     let per_job = spec
@@ -103,6 +129,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         load: a.load,
         tracefs,
         buffer_kb: a.buffer_kb,
+        home,
     };
     // Progress on a terminal only: jobs finished of N, elapsed (indicatif).
     let bar = std::io::stderr().is_terminal().then(|| {

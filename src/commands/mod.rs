@@ -3,6 +3,7 @@
 //! to exit codes.
 
 pub mod compare;
+pub mod home;
 pub mod jobs;
 pub mod load;
 pub mod plot;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot(args) => plot::run(&args),
         Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
         Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
+        Command::Home(args) => home::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(),
         Command::Gate { command } => {
             let e = crate::sys::wait_at_gate_and_exec(&command);

@@ -139,8 +139,10 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         ));
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let mut via_agent = a.pnid_via == Some(crate::cli::PnidVia::Agent);
     let (dir, spec) = match (&a.resume, resumed) {
         (Some(dir), Some(meta)) => {
+            via_agent = meta.pnid_via == "agent";
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
             crate::paths::check_output_dir(dir, "--resume")?;
@@ -165,6 +167,9 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut backend = Host::new(&topo, spec.load, a.pnid_prctl.clone())?;
+    if via_agent {
+        backend.pnid_via_agent(&topo);
+    }
     let mut guard = Guard::new(lock, &dir);
     if spec.trace {
         backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);
@@ -229,6 +234,9 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
                     .to_string()
             });
             let profile = crate::sim::Profile::load(&name)?;
+            if a.pnid_via == Some(crate::cli::PnidVia::Agent) {
+                return Err(usage("--pnid-via agent runs a user-space agent on this machine; the simulated kernel has the PNID patch built in"));
+            }
             if a.pnid_prctl.is_some() {
                 return Err(usage("--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID patch built in"));
             }

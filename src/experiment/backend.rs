@@ -33,6 +33,11 @@ pub struct Capabilities {
 
 pub trait Backend {
     fn name(&self) -> &'static str;
+    /// How PNID rows set the preferred node: "prctl" (the kernel patch) or
+    /// "agent" (`numalab home`'s soft affinity, any kernel).
+    fn pnid_via(&self) -> &'static str {
+        "prctl"
+    }
     fn capabilities(&self) -> Capabilities;
     /// The current content of knob `path` (a system path), if readable.
     fn read_knob(&self, path: &str) -> Option<String> {
@@ -186,6 +191,9 @@ pub struct Host {
     load_spec: LoadSpec,
     pnid_prctl: Option<String>,
     trace: Option<(Tracefs, LiveSpec, Topology)>,
+    /// `--pnid-via agent`: each PNID row's probe runs under a homenode
+    /// agent on the row's PNID node (these CPUs).
+    pnid_agent: Option<BTreeMap<u32, crate::idset::IdSet>>,
 }
 
 impl Host {
@@ -203,6 +211,7 @@ impl Host {
             },
             pnid_prctl,
             trace: None,
+            pnid_agent: None,
         })
     }
 
@@ -215,6 +224,17 @@ impl Host {
             cpus: topo.online_cpus().iter().collect(),
         };
         self.trace = Some((tfs, spec, topo.clone()));
+    }
+
+    /// PNID rows through the user-space agent instead of the prctl
+    /// (`run --pnid-via agent`).
+    pub fn pnid_via_agent(&mut self, topo: &Topology) {
+        let homes = topo
+            .node_ids()
+            .iter()
+            .filter_map(|n| crate::home::home_cpus(topo, n).ok().map(|c| (n, c)))
+            .collect();
+        self.pnid_agent = Some(homes);
     }
 
     /// The probe a sample of `row` runs.
@@ -233,17 +253,49 @@ impl Host {
                 RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
                 RowMem::Float => MemPlacement::Float,
             },
-            pnid: (row.pnid >= 0).then_some(row.pnid),
-            pnid_prctl: (row.pnid >= 0).then(|| self.pnid_prctl.clone()).flatten(),
+            // Through the agent, the probe itself sets no PNID.
+            pnid: (row.pnid >= 0 && self.pnid_agent.is_none()).then_some(row.pnid),
+            pnid_prctl: (row.pnid >= 0 && self.pnid_agent.is_none())
+                .then(|| self.pnid_prctl.clone())
+                .flatten(),
             thp: p.thp,
             observe_every: p.observe_every,
         }
     }
 }
 
+impl Host {
+    /// The homenode agent a sample of `row` runs under, if any.
+    fn agent_for(&self, row: &Row) -> anyhow::Result<Option<crate::home::Agent>> {
+        let (Some(homes), true) = (&self.pnid_agent, row.pnid >= 0) else {
+            return Ok(None);
+        };
+        let node = row.pnid as u32;
+        let cpus = homes.get(&node).cloned().ok_or_else(|| {
+            crate::error::usage(format!("PNID {node}: the node has no CPUs for the agent"))
+        })?;
+        Ok(Some(crate::home::Agent::new(
+            crate::topology::sysfs::SysRoot::new("/"),
+            node,
+            cpus,
+            crate::home::Thresholds::default(),
+            Duration::from_millis(crate::home::EXPERIMENT_WINDOW_MS),
+            None,
+        )))
+    }
+}
+
 impl Backend for Host {
     fn name(&self) -> &'static str {
         "host"
+    }
+
+    fn pnid_via(&self) -> &'static str {
+        if self.pnid_agent.is_some() {
+            "agent"
+        } else {
+            "prctl"
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -258,6 +310,10 @@ impl Backend for Host {
             migration_cost_ns: read_num(state::MIGRATION_COST),
             can_set_migration_cost: state::writable(state::MIGRATION_COST),
             pnid: match &self.pnid_prctl {
+                _ if self.pnid_agent.is_some() => Ok(
+                    "user-space homenode agent (numalab home): soft CPU affinity to the PNID node"
+                        .into(),
+                ),
                 Some(p) => crate::probe::pnid::parse_explicit(p)
                     .map(|i| i.evidence)
                     .map_err(|e| e.to_string()),
@@ -308,6 +364,7 @@ impl Backend for Host {
                 .iter()
                 .map(Into::into),
         );
+        let mut agent = self.agent_for(row)?;
         let opts = crate::exec::Options {
             // 1 ms: the probe's wall time is part of what the run reports.
             poll: Duration::from_millis(1),
@@ -315,6 +372,7 @@ impl Backend for Host {
                 .trace
                 .as_ref()
                 .map(|(tfs, live, _)| (tfs, live.clone())),
+            agents: agent.iter_mut().map(|a| (a, vec![0])).collect(),
             ..Default::default()
         };
         let batch = crate::exec::run(&self.exe, &[argv], opts, guard, stop, |_, _, _| {})

@@ -40,6 +40,15 @@ pub struct RunMeta {
     /// The simulated machine of a `sim` run (absent for host runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimMeta>,
+    /// How PNID rows set the preferred node: "prctl" (the kernel patch) or
+    /// "agent" (the user-space homenode agent). Absent in records before
+    /// it existed: those used the prctl.
+    #[serde(default = "prctl")]
+    pub pnid_via: String,
+}
+
+fn prctl() -> String {
+    "prctl".into()
 }
 
 /// What a simulated run ran on: enough to resume it and to say what the

@@ -98,6 +98,7 @@ pub fn create(
         schema: RUN_SCHEMA.into(),
         numalab_version: env!("CARGO_PKG_VERSION").into(),
         backend: backend.name().into(),
+        pnid_via: backend.pnid_via().into(),
         planned_samples: runnable * spec.samples as u64,
         spec,
         node_a: a,

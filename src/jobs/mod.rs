@@ -46,6 +46,9 @@ pub struct Job {
     pub causes: Causes,
     /// "kernel trace" or "self-observed" (no tracing).
     pub residency_source: String,
+    /// Its homenode (`--home`), absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_node: Option<u32>,
 }
 
 /// The whole test.
@@ -68,6 +71,10 @@ pub struct JobsRecord {
     pub lost_events: u64,
     pub notes: Vec<String>,
     pub jobs: Vec<Job>,
+    /// `--home` as given ("auto" or a node) and how CPUs followed it
+    /// ("agent", "pin", "float"); absent without --home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
 }
 
 /// What to run.
@@ -81,6 +88,51 @@ pub struct JobsSpec {
     /// Trace with tracefs (else residency is the probes' self-observation).
     pub tracefs: Option<Tracefs>,
     pub buffer_kb: u32,
+    /// Homenodes for the jobs (`--home`).
+    pub home: Option<HomeSpec>,
+}
+
+/// `jobs --home`: every job gets a homenode (one node for all, or chosen
+/// per job like the node-affine scheduler's node_policy), its memory
+/// preferred there, and its CPUs as `cpu` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeSpec {
+    /// `None`: auto.
+    pub node: Option<u32>,
+    pub cpu: HomeCpu,
+}
+
+/// How a job's CPUs follow its homenode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HomeCpu {
+    /// The homenode agent's soft affinity (`numalab home`).
+    Agent,
+    /// Hard pinning to the homenode (numactl --cpunodebind).
+    Pin,
+    /// No CPU placement: only the memory is on the homenode.
+    Float,
+}
+
+impl HomeCpu {
+    pub fn name(self) -> &'static str {
+        match self {
+            HomeCpu::Agent => "agent",
+            HomeCpu::Pin => "pin",
+            HomeCpu::Float => "float",
+        }
+    }
+}
+
+/// Each job's homenode: the given node, or for auto the node with the
+/// most spare CPU left after the jobs already given one (each job counted
+/// as one busy CPU), then free memory, as node_policy chose at exec.
+fn homes(topo: &Topology, h: &HomeSpec, n: u32) -> anyhow::Result<Vec<u32>> {
+    if let Some(node) = h.node {
+        return Ok(vec![node; n as usize]);
+    }
+    let sys = crate::topology::sysfs::SysRoot::new("/");
+    let (_, rooms) = crate::home::auto_node(&sys, topo, Duration::from_millis(250))?;
+    Ok(crate::home::observe::assign_homes(&rooms, n as usize))
 }
 
 /// Runs the jobs; `progress(done, n, elapsed)` after each poll.
@@ -102,9 +154,47 @@ pub fn run(
         None
     };
     let child_args = spec.probe.child_args();
-    let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
-    argv.extend(child_args.iter().map(Into::into));
-    let commands = vec![argv; spec.n as usize];
+    let job_homes = match &spec.home {
+        Some(h) => Some(homes(topo, h, spec.n)?),
+        None => None,
+    };
+    let commands: Vec<Vec<std::ffi::OsString>> = (0..spec.n as usize)
+        .map(|i| {
+            let mut p = spec.probe.clone();
+            if let (Some(h), Some(homes)) = (&spec.home, &job_homes) {
+                p.mem = crate::probe::MemPlacement::Preferred(homes[i]);
+                if h.cpu == HomeCpu::Pin {
+                    p.cpu = crate::probe::CpuPlacement::Node(homes[i]);
+                }
+            }
+            let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
+            argv.extend(p.child_args().iter().map(Into::into));
+            argv
+        })
+        .collect();
+    // One agent per homenode, following that node's jobs.
+    let mut agents: Vec<(crate::home::Agent, Vec<usize>)> = Vec::new();
+    if let (
+        Some(HomeSpec {
+            cpu: HomeCpu::Agent,
+            ..
+        }),
+        Some(homes),
+    ) = (&spec.home, &job_homes)
+    {
+        for node in homes.iter().collect::<BTreeSet<_>>() {
+            let jobs: Vec<usize> = (0..homes.len()).filter(|&i| homes[i] == *node).collect();
+            let agent = crate::home::Agent::new(
+                crate::topology::sysfs::SysRoot::new("/"),
+                *node,
+                crate::home::home_cpus(topo, *node)?,
+                crate::home::Thresholds::default(),
+                Duration::from_millis(crate::home::EXPERIMENT_WINDOW_MS),
+                None,
+            );
+            agents.push((agent, jobs));
+        }
+    }
     let opts = exec::Options {
         trace: spec.tracefs.as_ref().map(|tfs| {
             (
@@ -117,6 +207,7 @@ pub fn run(
                 },
             )
         }),
+        agents: agents.iter_mut().map(|(a, j)| (a, j.clone())).collect(),
         ..Default::default()
     };
     let batch = exec::run(&exe, &commands, opts, guard, stop, |done, n, t| {
@@ -212,9 +303,34 @@ pub fn run(
                 migrations,
                 causes,
                 residency_source: source.into(),
+                home_node: job_homes.as_ref().map(|h| h[i]),
             }
         })
         .collect();
+    if let Some(h) = &spec.home {
+        let on_home: Vec<f64> = rows
+            .iter()
+            .filter_map(|j| Some(j.node_pct.get(&j.home_node?).copied().unwrap_or(0.0)))
+            .collect();
+        let c = agents
+            .iter()
+            .fold(crate::home::Counts::default(), |mut c, (a, _)| {
+                c.narrowed += a.counts.narrowed;
+                c.widened += a.counts.widened;
+                c
+            });
+        notes.push(format!(
+            "homenodes ({}, CPUs: {}): jobs' time on their homenode {:.1}% on average{}",
+            h.node.map_or("auto".to_string(), |n| format!("node {n}")),
+            h.cpu.name(),
+            on_home.iter().sum::<f64>() / on_home.len().max(1) as f64,
+            if h.cpu == HomeCpu::Agent {
+                format!("; agent: {} narrowed, {} widened", c.narrowed, c.widened)
+            } else {
+                String::new()
+            }
+        ));
+    }
     let average_user_s = rows.iter().map(|j| j.user_s).sum::<f64>() / rows.len().max(1) as f64;
     Ok(JobsRecord {
         schema: SCHEMA.into(),
@@ -236,6 +352,13 @@ pub fn run(
         lost_events: captured.as_ref().map_or(0, |c| c.lost_events),
         notes,
         jobs: rows,
+        home: spec.home.as_ref().map(|h| {
+            format!(
+                "{} {}",
+                h.node.map_or("auto".into(), |n| n.to_string()),
+                h.cpu.name()
+            )
+        }),
     })
 }
 

@@ -227,6 +227,7 @@ mod tests {
             migrations: Default::default(),
             causes: Default::default(),
             residency_source: "kernel trace".into(),
+            home_node: None,
         };
         JobsRecord {
             schema: SCHEMA.into(),
@@ -247,6 +248,7 @@ mod tests {
                 job(1, &[(0, 100.0)], 0, 0),
                 job(2, &[(1, 37.5), (3, 62.5)], 3, 1),
             ],
+            home: None,
         }
     }
 

@@ -187,7 +187,7 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ),
         None => meta.spec.samples.to_string(),
     };
-    vec![
+    let mut h = vec![
         ("NumSamples", samples),
         (
             "Kernel",
@@ -200,5 +200,16 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ),
         ("NUM_CPUS", meta.num_cpus.to_string()),
         ("migration_cost_ns", costs.join(", ")),
-    ]
+    ];
+    // Only when it is not the kernel patch, so earlier reports read the same.
+    if meta.pnid_via != "prctl" {
+        h.push((
+            "PNID_via",
+            format!(
+                "{} (user-space homenode agent, soft CPU affinity)",
+                meta.pnid_via
+            ),
+        ));
+    }
+    h
 }

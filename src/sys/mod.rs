@@ -3,6 +3,7 @@
 //! buffers. Every `unsafe` block outside the probe's access kernels lives
 //! under this module, each with a `// SAFETY:` note.
 
+pub mod affinity;
 pub mod buffer;
 pub mod numa;
 pub mod signals;
@@ -249,6 +250,19 @@ pub fn spawn_gated(
     command: &[std::ffi::OsString],
     setup: impl FnOnce(&mut std::process::Command),
 ) -> io::Result<(std::process::Child, Gate)> {
+    spawn_gated_opts(exe, command, true, setup)
+}
+
+/// [`spawn_gated`], with the choice of tying the child's life to this
+/// process (`die_with_parent`): `numalab home -- CMD` does not, so the
+/// command outlives an agent that is killed (an unopened gate still ends
+/// the trampoline, which reads end-of-file).
+pub fn spawn_gated_opts(
+    exe: &std::path::Path,
+    command: &[std::ffi::OsString],
+    die_with_parent: bool,
+    setup: impl FnOnce(&mut std::process::Command),
+) -> io::Result<(std::process::Child, Gate)> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
     let mut fds = [0i32; 2];
@@ -274,7 +288,11 @@ pub fn spawn_gated(
             Ok(())
         })
     };
-    let child = spawn_dying_with_parent(&mut cmd)?;
+    let child = if die_with_parent {
+        spawn_dying_with_parent(&mut cmd)?
+    } else {
+        cmd.spawn()?
+    };
     drop(rd);
     Ok((child, Gate { fd: wr }))
 }
@@ -364,4 +382,14 @@ pub fn try_reap(pid: i32) -> io::Result<Option<Reaped>> {
         }
         _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// CPU time (user + system) this process has used, in ns (getrusage).
+pub fn self_cpu_ns() -> u64 {
+    // SAFETY: rusage is plain data; zeroed is a valid value for it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage for the call's duration.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    ns(ru.ru_utime) + ns(ru.ru_stime)
 }

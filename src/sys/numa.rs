@@ -104,3 +104,91 @@ pub fn page_size() -> usize {
         4096
     }
 }
+
+/// A node mask for the memory-policy system calls, with the bit count the
+/// kernel is told (`maxnode`).
+fn node_mask(nodes: &IdSet) -> io::Result<Vec<libc::c_ulong>> {
+    let mut mask = vec![0 as libc::c_ulong; MASK_BITS / libc::c_ulong::BITS as usize];
+    for n in nodes.iter() {
+        let n = n as usize;
+        if n >= MASK_BITS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "node id too large",
+            ));
+        }
+        mask[n / libc::c_ulong::BITS as usize] |= 1 << (n % libc::c_ulong::BITS as usize);
+    }
+    Ok(mask)
+}
+
+/// A prepared set_mempolicy(2) call for the calling thread's future
+/// allocations; the policy is kept across fork and exec, which is how
+/// `numalab home -- CMD` gives the command its policy. The mask is built
+/// before fork, so the child only makes the system call (no allocation
+/// between fork and exec).
+#[derive(Debug, Clone)]
+pub struct PreparedPolicy {
+    mode: i32,
+    mask: Vec<libc::c_ulong>,
+}
+
+impl PreparedPolicy {
+    pub fn new(policy: &Policy) -> io::Result<PreparedPolicy> {
+        let (mode, nodes) = match policy {
+            Policy::Bind(n) => (MPOL_BIND, n.clone()),
+            Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
+            Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
+        };
+        Ok(PreparedPolicy {
+            mode,
+            mask: node_mask(&nodes)?,
+        })
+    }
+
+    /// Applies it to the calling thread; async-signal-safe.
+    pub fn apply(&self) -> io::Result<()> {
+        set_mempolicy_raw(self.mode, &self.mask)
+    }
+}
+
+fn set_mempolicy_raw(mode: i32, mask: &[libc::c_ulong]) -> io::Result<()> {
+    // SAFETY: `mask` holds MASK_BITS bits and lives across the call; the
+    // kernel only reads it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_set_mempolicy,
+            mode,
+            mask.as_ptr(),
+            MASK_BITS as libc::c_ulong + 1,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Moves the pages of process `pid` that are on `from` to `to`
+/// (migrate_pages(2)); returns how many pages could not be moved. Another
+/// user's process needs CAP_SYS_NICE.
+pub fn migrate_pages(pid: i32, from: &IdSet, to: &IdSet) -> io::Result<u64> {
+    let (old, new) = (node_mask(from)?, node_mask(to)?);
+    // SAFETY: both masks hold MASK_BITS bits and live across the call; the
+    // kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_migrate_pages,
+            pid,
+            MASK_BITS as libc::c_ulong + 1,
+            old.as_ptr(),
+            new.as_ptr(),
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as u64)
+    }
+}

@@ -2,9 +2,11 @@
 //!
 //! What numalab may change: sysctls of the scheduler (`kernel.numa_balancing*`,
 //! `kernel.sched_*`), the scheduler's debugfs files (`/sys/kernel/debug/sched/`),
-//! its own tracing instances (`instances/numalab-PID`), and debugfs/tracefs
-//! mounts it had to make. Nothing else: [`allowed_knob`] is the allowlist, and
-//! a journal naming anything else is refused before anything is written.
+//! its own tracing instances (`instances/numalab-PID`), debugfs/tracefs
+//! mounts it had to make, and the CPU affinity of tasks it placed (`numalab
+//! home`; see [`super::affinity`]). Nothing else: [`allowed_knob`] is the
+//! allowlist, and a journal naming anything else is refused before anything
+//! is written.
 //!
 //! The protocol, for every command that changes state (run, trace, jobs):
 //! 1. [`StateLock::acquire`]: an exclusive flock on the state directory, taken
@@ -172,6 +174,10 @@ pub struct Journal {
     /// knobs of a scratch tree; `numalab restore` refuses any other root.
     #[serde(default = "slash")]
     pub root: String,
+    /// Tasks (thread ids) whose CPU affinity numalab changed -> what to put
+    /// back (see [`super::affinity`]). Always real tasks, whatever `root`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub affinity: BTreeMap<i32, super::affinity::AffinityOriginal>,
 }
 
 fn slash() -> String {
@@ -188,6 +194,7 @@ impl Journal {
             tracefs_instances: Vec::new(),
             mounted_tracefs: None,
             root: root.display().to_string(),
+            affinity: BTreeMap::new(),
         }
     }
 
@@ -229,6 +236,9 @@ impl Journal {
         {
             return Err(format!("{m:?} is not where numalab mounts tracefs"));
         }
+        for (tid, e) in &self.affinity {
+            super::affinity::check_entry(*tid, e)?;
+        }
         Ok(())
     }
 
@@ -260,6 +270,13 @@ impl Journal {
             match remove_instance_dir(&self.at(dir)) {
                 Ok(()) => done.push(format!("removed tracing instance {dir}")),
                 Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        let proc = crate::topology::sysfs::SysRoot::new("/");
+        for (tid, e) in &self.affinity {
+            match super::affinity::restore_one(&proc, *tid, e) {
+                Ok(msg) => done.push(msg),
+                Err(msg) => failed.push(msg),
             }
         }
         if let Some(m) = &self.mounted_tracefs {
@@ -400,7 +417,7 @@ pub struct Guard {
     /// is refused.
     lock: Option<StateLock>,
     path: PathBuf,
-    journal: Journal,
+    pub(super) journal: Journal,
     active: bool,
 }
 
@@ -441,7 +458,10 @@ impl Guard {
         self.lock.as_ref().map_or(Path::new(""), StateLock::dir)
     }
 
-    fn journal_change(&mut self, change: impl FnOnce(&mut Journal)) -> anyhow::Result<()> {
+    pub(super) fn journal_change(
+        &mut self,
+        change: impl FnOnce(&mut Journal),
+    ) -> anyhow::Result<()> {
         if self.lock.is_none() {
             anyhow::bail!("internal error: a run that changes no system state was asked to");
         }
@@ -552,6 +572,7 @@ impl Guard {
         self.journal.tracefs_instances.clear();
         self.journal.mounted_tracefs = None;
         self.journal.mounted_debugfs = false;
+        self.journal.affinity.clear();
         self.active = false;
         Ok(done)
     }
