@@ -20,6 +20,7 @@ pub mod paths;
 pub mod plot;
 pub mod probe;
 pub mod report;
+pub mod rng;
 pub mod sim;
 pub mod stats;
 pub mod sys;

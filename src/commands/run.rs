@@ -186,16 +186,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     if a.resume.is_none() {
         announce(&runner::create(&backend, &topo, spec, &dir)?, &dir);
     }
-    let out = runner::execute(
-        &mut backend as &mut dyn Backend,
-        &topo,
-        &dir,
-        &mut guard,
-        &stop,
-        &mut report::observer::ExportObserver::for_terminal(&dir),
-    )?;
-    drop(guard);
-    finish(&dir, out)
+    execute(&mut backend, &topo, &dir, guard, &stop)
 }
 
 /// `run --backend sim`: the same spec, records and reports, on a simulated
@@ -249,7 +240,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
     };
     let stop = Stop::on_signals()?;
     let mut backend = Sim::new(&topo, &source, profile, spec.load)?;
-    let mut guard = Guard::inert(&dir);
+    let guard = Guard::inert(&dir);
     if a.resume.is_none() {
         eprintln!(
             "run: simulating {} ({}) with profile {}",
@@ -259,15 +250,28 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
         );
         announce(&runner::create(&backend, &topo, spec, &dir)?, &dir);
     }
+    execute(&mut backend, &topo, &dir, guard, &stop)
+}
+
+/// Runs the planned samples with the terminal's observer, puts the system
+/// back (the guard), and prints the report.
+fn execute(
+    backend: &mut dyn Backend,
+    topo: &crate::topology::Topology,
+    dir: &Path,
+    mut guard: Guard,
+    stop: &Stop,
+) -> anyhow::Result<()> {
     let out = runner::execute(
-        &mut backend as &mut dyn Backend,
-        &topo,
-        &dir,
+        backend,
+        topo,
+        dir,
         &mut guard,
-        &stop,
-        &mut report::observer::ExportObserver::for_terminal(&dir),
+        stop,
+        &mut report::observer::ExportObserver::for_terminal(dir),
     )?;
-    finish(&dir, out)
+    drop(guard);
+    finish(dir, out)
 }
 
 fn announce(meta: &record::RunMeta, dir: &Path) {

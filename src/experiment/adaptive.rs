@@ -14,9 +14,10 @@
 //! sample a row stops at carries why ([`RowStop`], written with the
 //! sample in one line, so no crash can separate them).
 
-use super::plan::{self, SplitMix64};
+use super::plan;
 use super::record::{RunMeta, SampleRecord};
 use super::spec::Precision;
+use crate::rng::{shuffle, SplitMix64};
 use crate::stats::Sample;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -277,15 +278,6 @@ impl Schedule {
 /// each round has its own order and the same seed gives the same orders.
 fn round_seed(seed: u64, r: u32) -> u64 {
     SplitMix64::new(seed ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)).next_u64()
-}
-
-/// Fisher–Yates over SplitMix64, as [`plan::order`] shuffles.
-fn shuffle<T>(v: &mut [T], seed: u64) {
-    let mut rng = SplitMix64::new(seed);
-    for i in (1..v.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        v.swap(i, j);
-    }
 }
 
 #[cfg(test)]

@@ -239,28 +239,38 @@ impl Host {
 
     /// The probe a sample of `row` runs.
     fn probe_spec(&self, row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
-        let p = &spec.probe;
-        ProbeSpec {
-            pattern: p.pattern,
-            size_bytes: p.size.bytes(),
-            counts: p.counts,
-            cpu: match row.cpu {
-                RowCpu::Node(n) => CpuPlacement::Node(n),
-                RowCpu::Float => CpuPlacement::Float,
-            },
-            mem: match &row.mem {
-                RowMem::Node(n) => MemPlacement::Bind(*n),
-                RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
-                RowMem::Float => MemPlacement::Float,
-            },
-            // Through the agent, the probe itself sets no PNID.
-            pnid: (row.pnid >= 0 && self.pnid_agent.is_none()).then_some(row.pnid),
-            pnid_prctl: (row.pnid >= 0 && self.pnid_agent.is_none())
-                .then(|| self.pnid_prctl.clone())
-                .flatten(),
-            thp: p.thp,
-            observe_every: p.observe_every,
+        let mut ps = probe_spec(row, spec);
+        // Through the agent, the probe itself sets no PNID.
+        if self.pnid_agent.is_some() {
+            ps.pnid = None;
+        } else if ps.pnid.is_some() {
+            ps.pnid_prctl = self.pnid_prctl.clone();
         }
+        ps
+    }
+}
+
+/// The probe a sample of `row` runs: the spec's probe under the row's CPU,
+/// memory and PNID placement (no prctl layout: the backend adds its own).
+pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
+    let p = &spec.probe;
+    ProbeSpec {
+        pattern: p.pattern,
+        size_bytes: p.size.bytes(),
+        counts: p.counts,
+        cpu: match row.cpu {
+            RowCpu::Node(n) => CpuPlacement::Node(n),
+            RowCpu::Float => CpuPlacement::Float,
+        },
+        mem: match &row.mem {
+            RowMem::Node(n) => MemPlacement::Bind(*n),
+            RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
+            RowMem::Float => MemPlacement::Float,
+        },
+        pnid: (row.pnid >= 0).then_some(row.pnid),
+        pnid_prctl: None,
+        thp: p.thp,
+        observe_every: p.observe_every,
     }
 }
 

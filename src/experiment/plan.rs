@@ -6,25 +6,7 @@
 
 use super::spec::Row;
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a small, well-mixed seeded PRNG.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in 0..n (n > 0), by multiply-shift.
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-}
+pub use crate::rng::SplitMix64;
 
 /// The run's sample order as (row id, sample index).
 pub fn order(rows: &[Row], samples: u32, seed: u64) -> Vec<(usize, u32)> {
@@ -33,11 +15,7 @@ pub fn order(rows: &[Row], samples: u32, seed: u64) -> Vec<(usize, u32)> {
         .filter(|r| r.skip.is_none())
         .flat_map(|r| (0..samples).map(move |s| (r.id, s)))
         .collect();
-    let mut rng = SplitMix64::new(seed);
-    for i in (1..v.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        v.swap(i, j);
-    }
+    crate::rng::shuffle(&mut v, seed);
     v
 }
 

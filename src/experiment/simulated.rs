@@ -16,7 +16,7 @@ use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
     Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
 };
-use crate::probe::{pnid, CpuPlacement, MemPlacement, ProbeSpec, ThpMode};
+use crate::probe::{pnid, ProbeSpec, ThpMode};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{Cause, Machine, Profile, SampleResult, SampleSpec, Simulator, MODEL_VERSION};
 use crate::sys::signals::Stop;
@@ -198,22 +198,9 @@ impl Sim {
         let id = |c: usize| m.ids[c];
         let node_id = |n: usize| m.node_ids[n];
         let probe_spec = ProbeSpec {
-            pattern: spec.probe.pattern,
-            size_bytes: spec.probe.size.bytes(),
-            counts: spec.probe.counts,
-            cpu: match row.cpu {
-                RowCpu::Node(n) => CpuPlacement::Node(n),
-                RowCpu::Float => CpuPlacement::Float,
-            },
-            mem: match &row.mem {
-                RowMem::Node(n) => MemPlacement::Bind(*n),
-                RowMem::Interleave(s) => MemPlacement::Interleave(s.clone()),
-                RowMem::Float => MemPlacement::Float,
-            },
-            pnid: (row.pnid >= 0).then_some(row.pnid),
-            pnid_prctl: None,
-            thp: spec.probe.thp,
+            // Nothing self-observed: the simulator knows every move.
             observe_every: 0,
+            ..super::backend::probe_spec(row, spec)
         };
         let pages: BTreeMap<u32, u64> = res
             .pages_after_warm_up

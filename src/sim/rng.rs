@@ -1,29 +1,27 @@
-//! The simulator's random numbers: SplitMix64, seeded per sample, and a
-//! stable hash for per-event jitter (the same event gets the same value
-//! however often its time is proposed). Small and fast; a crate would add
-//! nothing here but a dependency.
+//! The simulator's random numbers: the crate's SplitMix64
+//! ([`crate::rng`]) seeded per sample (mixed with a constant so a sample's
+//! stream differs from the run order's for the same number), and a stable
+//! hash for per-event jitter (the same event gets the same value however
+//! often its time is proposed).
 
-/// A small, fast, seedable generator (SplitMix64 output function).
+use crate::rng::SplitMix64;
+
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+        Rng(SplitMix64::new(seed ^ 0x5DEE_CE66_D1CE_4E5B))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+        self.0.below(n as u64) as usize
     }
 }
 
