@@ -356,8 +356,10 @@ fn sim_matches_traced_lab_runs_on_4node_smt() {
                     mean(&x.away)
                 );
             }
-            // Where the moves go. Tolerance: two standard errors of the
-            // difference (per-sample shares, lab and sim) plus the bias the
+            // Where the moves go. Tolerance: three standard errors of the
+            // difference (per-sample shares, lab and sim; three, not two,
+            // because every CI run tests two rows: a right model then fails
+            // less than 1% of runs instead of about 10%) plus the bias the
             // lab's pre-binding phase can put in its share, measured on the
             // same block's pinned row (whose traced cross-node moves all
             // come from that phase): the share without them.
@@ -368,11 +370,11 @@ fn sim_matches_traced_lab_runs_on_4node_smt() {
             let (xp, xf, mf) = (mean(&pinned.xnode), mean(&l.xnode), mean(&l.moves));
             let bias = (l.xshare() - (xf - xp) / (mf - xp).max(1.0)).abs();
             let se = l.xshare_se().hypot(r.xshare_se());
-            let tol = 2.0 * se + bias;
+            let tol = 3.0 * se + bias;
             let diff = (l.xshare() - r.xshare()).abs();
             eprintln!(
                 "{what}: cross-node share lab {:.3} sim {:.3}: |diff| {diff:.3} <= \
-                 2 x SE {se:.3} + pre-binding bias {bias:.3} = {tol:.3}?",
+                 3 x SE {se:.3} + pre-binding bias {bias:.3} = {tol:.3}?",
                 l.xshare(),
                 r.xshare()
             );

@@ -87,8 +87,8 @@ pub struct KernelCosts {
     pub touch_pages_per_us: f64,
     /// The kernel's NI_RANDOM scheduler feature (proportional newidle
     /// balancing: a domain's newly-idle balance runs with a probability
-    /// that follows its recent success rate). Debian's 6.12 has it;
-    /// mainline 6.7 (the RFC's kernel) and 6.1 do not.
+    /// that follows its recent success rate). Debian's 6.12 and 6.1.192
+    /// (backported) have it; mainline 6.7 (the RFC's kernel) did not.
     #[serde(default)]
     pub ni_random: bool,
 }
