@@ -30,15 +30,28 @@ use std::collections::{BTreeMap, VecDeque};
 const SCAN: &str = "/sys/kernel/debug/sched/numa_balancing";
 
 fn defaults() -> BTreeMap<String, String> {
+    let k = NumaKnobs::default();
     BTreeMap::from([
         (state::NUMA_BALANCING.to_string(), "1".to_string()),
-        (state::MIGRATION_COST.to_string(), "500000".to_string()),
-        (format!("{SCAN}/scan_delay_ms"), "1000".to_string()),
-        (format!("{SCAN}/scan_period_min_ms"), "1000".to_string()),
-        (format!("{SCAN}/scan_period_max_ms"), "60000".to_string()),
-        (format!("{SCAN}/scan_size_mb"), "256".to_string()),
+        (
+            state::MIGRATION_COST.to_string(),
+            MIGRATION_COST_NS.to_string(),
+        ),
+        (format!("{SCAN}/scan_delay_ms"), k.scan_delay_ms.to_string()),
+        (
+            format!("{SCAN}/scan_period_min_ms"),
+            k.scan_period_min_ms.to_string(),
+        ),
+        (
+            format!("{SCAN}/scan_period_max_ms"),
+            k.scan_period_max_ms.to_string(),
+        ),
+        (format!("{SCAN}/scan_size_mb"), k.scan_size_mb.to_string()),
     ])
 }
+
+/// sysctl_sched_migration_cost's default, ns.
+const MIGRATION_COST_NS: u64 = 500_000;
 
 /// What the run records about the simulated machine (run.json `sim`).
 pub fn kernel_label(profile: &Profile) -> String {
@@ -121,6 +134,7 @@ impl Sim {
             RowMem::Float => MemPolicy::Float,
         };
         let knobs = row_knobs(row)?;
+        let dflt = NumaKnobs::default();
         let num = |name: &str, dflt: f64| {
             knobs
                 .get(&format!("{SCAN}/{name}"))
@@ -142,12 +156,12 @@ impl Sim {
             },
             numa: NumaKnobs {
                 enabled: row.nb > 0,
-                scan_delay_ms: num("scan_delay_ms", 1000.0),
-                scan_period_min_ms: num("scan_period_min_ms", 1000.0),
-                scan_period_max_ms: num("scan_period_max_ms", 60000.0),
-                scan_size_mb: num("scan_size_mb", 256.0),
+                scan_delay_ms: num("scan_delay_ms", dflt.scan_delay_ms),
+                scan_period_min_ms: num("scan_period_min_ms", dflt.scan_period_min_ms),
+                scan_period_max_ms: num("scan_period_max_ms", dflt.scan_period_max_ms),
+                scan_size_mb: num("scan_size_mb", dflt.scan_size_mb),
             },
-            migration_cost_ns: row.migration_cost_ns.unwrap_or(500_000) as f64,
+            migration_cost_ns: row.migration_cost_ns.unwrap_or(MIGRATION_COST_NS) as f64,
             load_percent: spec.load,
             period_ns: crate::load::DEFAULT_PERIOD_MS * 1e6,
             buffer_bytes: p.size.bytes(),
@@ -228,23 +242,22 @@ impl Sim {
             .copied()
             .filter(|mv| mv.t_ns >= res.loop_start_ns)
             .collect();
-        let segments = |ns: &[u64]| -> Vec<Segment> {
-            ns.iter()
+        // Running time per CPU as segments, `first` first: residency's start
+        // node is its first segment's.
+        let segments = |ns: &[u64], first: Option<usize>| -> Vec<Segment> {
+            let mut v: Vec<Segment> = ns
+                .iter()
                 .enumerate()
                 .filter(|(_, &v)| v > 0)
                 .map(|(c, &v)| Segment { cpu: id(c), ns: v })
-                .collect()
+                .collect();
+            if let Some(pos) = v.iter().position(|s| Some(s.cpu) == first.map(id)) {
+                let s = v.remove(pos);
+                v.insert(0, s);
+            }
+            v
         };
-        let mut start_first: Vec<Segment> = segments(&res.run_ns_loop);
-        // Residency's start node is its first segment's: put the CPU the
-        // loop started on first.
-        if let Some(pos) = start_first
-            .iter()
-            .position(|s| Some(s.cpu) == res.loop_start_cpu.map(id))
-        {
-            let s = start_first.remove(pos);
-            start_first.insert(0, s);
-        }
+        let start_first = segments(&res.run_ns_loop, res.loop_start_cpu);
         let residency = analysis::residency(&self.topo, mem_node, &start_first);
         let total_ns: u64 = res.iterations_ns.iter().sum();
         let accesses = ss.accesses_per_iteration * ss.iterations as u64;
@@ -362,11 +375,7 @@ impl Sim {
                     }
                 }
             }
-            let mut whole = segments(&res.run_ns);
-            if let Some(pos) = whole.iter().position(|s| s.cpu == id(res.start_cpu)) {
-                let s = whole.remove(pos);
-                whole.insert(0, s);
-            }
+            let whole = segments(&res.run_ns, Some(res.start_cpu));
             SampleTrace {
                 task: TaskTrace {
                     pid: 0,
@@ -421,7 +430,7 @@ impl Backend for Sim {
         Capabilities {
             numa_balancing: Some(1),
             can_set_numa_balancing: true,
-            migration_cost_ns: Some(500_000),
+            migration_cost_ns: Some(MIGRATION_COST_NS),
             can_set_migration_cost: true,
             pnid: Ok("simulated kernel with the PNID patch".into()),
         }

@@ -25,22 +25,7 @@ const MASK_BITS: usize = 1024;
 
 /// Applies `policy` to `[addr, addr+len)` before any page is touched.
 pub fn mbind(addr: usize, len: usize, policy: &Policy) -> io::Result<()> {
-    let (mode, nodes) = match policy {
-        Policy::Bind(n) => (MPOL_BIND, n.clone()),
-        Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
-        Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
-    };
-    let mut mask = vec![0 as libc::c_ulong; MASK_BITS / libc::c_ulong::BITS as usize];
-    for n in nodes.iter() {
-        let n = n as usize;
-        if n >= MASK_BITS {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "node id too large",
-            ));
-        }
-        mask[n / libc::c_ulong::BITS as usize] |= 1 << (n % libc::c_ulong::BITS as usize);
-    }
+    let (mode, mask) = mode_and_mask(policy)?;
     // SAFETY: `mask` holds MASK_BITS bits and lives across the call; the
     // kernel only reads it. The range is the caller's own mapping.
     let rc = unsafe {
@@ -105,6 +90,16 @@ pub fn page_size() -> usize {
     }
 }
 
+/// The mode and node mask of `policy` for mbind(2) and set_mempolicy(2).
+fn mode_and_mask(policy: &Policy) -> io::Result<(i32, Vec<libc::c_ulong>)> {
+    let (mode, nodes) = match policy {
+        Policy::Bind(n) => (MPOL_BIND, n.clone()),
+        Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
+        Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
+    };
+    Ok((mode, node_mask(&nodes)?))
+}
+
 /// A node mask for the memory-policy system calls, with the bit count the
 /// kernel is told (`maxnode`).
 fn node_mask(nodes: &IdSet) -> io::Result<Vec<libc::c_ulong>> {
@@ -135,15 +130,8 @@ pub struct PreparedPolicy {
 
 impl PreparedPolicy {
     pub fn new(policy: &Policy) -> io::Result<PreparedPolicy> {
-        let (mode, nodes) = match policy {
-            Policy::Bind(n) => (MPOL_BIND, n.clone()),
-            Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
-            Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
-        };
-        Ok(PreparedPolicy {
-            mode,
-            mask: node_mask(&nodes)?,
-        })
+        let (mode, mask) = mode_and_mask(policy)?;
+        Ok(PreparedPolicy { mode, mask })
     }
 
     /// Applies it to the calling thread; async-signal-safe.
