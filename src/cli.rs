@@ -203,6 +203,13 @@ pub struct JobsArgs {
     #[arg(long, value_enum, default_value = "agent", requires = "home")]
     pub home_cpu: crate::jobs::HomeCpu,
 
+    /// Seed of the simulation (--backend sim; default 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    #[command(flatten)]
+    pub sim: BackendArgs,
+
     /// More `numalab probe` options for every job (placement), after `--`.
     #[arg(last = true, value_name = "PROBE-ARGS")]
     pub probe_args: Vec<String>,
@@ -584,8 +591,16 @@ pub struct RunArgs {
     #[arg(long, value_enum, conflicts_with = "resume")]
     pub pnid_via: Option<PnidVia>,
 
-    /// Where samples come from: `host` runs the probe on this machine under
-    /// real load; `sim` simulates each sample (scheduler, load balancer, NUMA
+    #[command(flatten)]
+    pub sim: BackendArgs,
+}
+
+/// Where results come from (`run` and `jobs`): this machine, or the
+/// simulator on a machine named by --preset/--topology.
+#[derive(Debug, Args, Clone)]
+pub struct BackendArgs {
+    /// Where results come from: `host` runs the probes on this machine
+    /// under real load; `sim` simulates them (scheduler, load balancer, NUMA
     /// balancing, the PNID patch) on this machine's topology or on
     /// --preset/--topology, in seconds, without root and changing nothing.
     /// Same records and reports; see docs/sim.md.
@@ -601,6 +616,13 @@ pub struct RunArgs {
     /// the preset's own, else generic.
     #[arg(long, value_name = "NAME|FILE.toml")]
     pub profile: Option<String>,
+}
+
+impl BackendArgs {
+    /// Whether a simulated machine was named without `--backend sim`.
+    pub fn names_a_machine(&self) -> bool {
+        self.source.preset.is_some() || self.source.topology.is_some() || self.profile.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -166,6 +166,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         lost_events: 0,
         notes: Vec::new(),
         home: None,
+        sim: None,
         jobs,
     };
     std::fs::write(path, numalab::jobs::render::json(&rec)).unwrap();

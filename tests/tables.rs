@@ -267,6 +267,7 @@ fn jobs() -> JobsRecord {
         lost_events: 0,
         notes: vec!["an example note".into()],
         home: None,
+        sim: None,
         jobs: vec![
             job(1, &[(0, 100.0)], 0, 0),
             job(2, &[(1, 37.5), (3, 62.5)], 3, 1),

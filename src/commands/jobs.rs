@@ -41,7 +41,19 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
         crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
-    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let sim = a.sim.backend == crate::cli::BackendKind::Sim;
+    if !sim && (a.sim.names_a_machine() || a.seed.is_some()) {
+        return Err(usage(
+            "--preset, --topology, --profile and --seed choose the simulated machine: add --backend sim",
+        ));
+    }
+    let (topo, source, profile) = if sim {
+        let (t, s, p) = super::topo::sim_machine(sysfs_root, &a.sim)?;
+        (t, s, Some(p))
+    } else {
+        let t = super::topo::load(sysfs_root, &Default::default())?;
+        (t, String::new(), None)
+    };
     let mut probe_args = vec![
         "--pattern".to_string(),
         a.pattern.name().to_string(),
@@ -93,6 +105,34 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         }
     };
     crate::probe::validate(&spec, &topo)?;
+    if let Some(profile) = profile {
+        if spec.pnid_prctl.is_some() {
+            return Err(usage(
+                "--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID patch built in",
+            ));
+        }
+        jobs::simulated::check(home.as_ref())?;
+        eprintln!(
+            "jobs: simulating {n} jobs on {} ({source}) with profile {}",
+            topo.cpu_model.as_deref().unwrap_or("a machine"),
+            profile.name
+        );
+        let rec = jobs::simulated::run(&jobs::simulated::SimJobs {
+            topo: &topo,
+            source,
+            profile,
+            n,
+            probe: spec,
+            load: a.load,
+            home,
+            seed: a.seed.unwrap_or(1),
+        })?;
+        if let Some(out) = &a.out {
+            state::write_atomic(out, render::json(&rec).as_bytes())?;
+        }
+        print(&rec, a.format);
+        return Ok(());
+    }
     // Every job is a process: its buffer plus the process itself.
     let per_job = spec
         .size_bytes

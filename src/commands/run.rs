@@ -128,12 +128,12 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     };
     let sim = match &resumed {
         Some(m) => m.backend == "sim",
-        None => a.backend == BackendKind::Sim,
+        None => a.sim.backend == BackendKind::Sim,
     };
     if sim {
         return run_sim(sysfs_root, a, resumed);
     }
-    if a.source.preset.is_some() || a.source.topology.is_some() || a.profile.is_some() {
+    if a.sim.names_a_machine() {
         return Err(usage(
             "--preset, --topology and --profile choose the simulated machine: add --backend sim",
         ));
@@ -214,17 +214,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             (dir.clone(), meta.spec, topo, sm.topology_source, sm.profile)
         }
         _ => {
-            let topo = super::topo::load(sysfs_root, &a.source)?;
-            let source = match (&a.source.preset, &a.source.topology) {
-                (Some(p), _) => format!("preset {p}"),
-                (_, Some(f)) => format!("file {}", f.display()),
-                _ => "this machine".to_string(),
-            };
-            let name = a.profile.clone().unwrap_or_else(|| {
-                crate::sim::profile::default_for_preset(a.source.preset.as_deref().unwrap_or(""))
-                    .to_string()
-            });
-            let profile = crate::sim::Profile::load(&name)?;
+            let (topo, source, profile) = super::topo::sim_machine(sysfs_root, &a.sim)?;
             if a.pnid_via == Some(crate::cli::PnidVia::Agent) {
                 return Err(usage("--pnid-via agent runs a user-space agent on this machine; the simulated kernel has the PNID patch built in"));
             }

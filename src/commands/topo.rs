@@ -79,3 +79,23 @@ pub fn run(sysfs_root: &Path, args: &TopoArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `--backend sim`: the machine to simulate (the topology, where it came
+/// from, for run.json) and its hardware profile (--profile, else the
+/// preset's own, else generic).
+pub fn sim_machine(
+    sysfs_root: &Path,
+    a: &crate::cli::BackendArgs,
+) -> anyhow::Result<(Topology, String, crate::sim::Profile)> {
+    let topo = load(sysfs_root, &a.source)?;
+    let source = match (&a.source.preset, &a.source.topology) {
+        (Some(p), _) => format!("preset {p}"),
+        (_, Some(f)) => format!("file {}", f.display()),
+        _ => "this machine".to_string(),
+    };
+    let name = a.profile.clone().unwrap_or_else(|| {
+        crate::sim::profile::default_for_preset(a.source.preset.as_deref().unwrap_or(""))
+            .to_string()
+    });
+    Ok((topo, source, crate::sim::Profile::load(&name)?))
+}

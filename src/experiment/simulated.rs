@@ -53,18 +53,7 @@ fn defaults() -> BTreeMap<String, String> {
 /// sysctl_sched_migration_cost's default, ns.
 const MIGRATION_COST_NS: u64 = 500_000;
 
-/// What the run records about the simulated machine (run.json `sim`).
-pub fn kernel_label(profile: &Profile) -> String {
-    format!(
-        "sim model {MODEL_VERSION}: Linux 6.12 + PNID patch{}, profile {}",
-        if profile.kernel.ni_random {
-            ""
-        } else {
-            " without NI_RANDOM"
-        },
-        profile.name
-    )
-}
+use crate::sim::kernel_label;
 
 pub struct Sim {
     sim: Simulator,

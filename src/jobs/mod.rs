@@ -9,6 +9,7 @@
 //! to show whether tasks stay on the node that holds their memory.
 
 pub mod render;
+pub mod simulated;
 
 use crate::exec::{self, Ended};
 use crate::probe::record::ProbeRecord;
@@ -75,6 +76,10 @@ pub struct JobsRecord {
     /// ("agent", "pin", "float"); absent without --home.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<String>,
+    /// `--backend sim`: the simulation behind the record; absent for a run
+    /// on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<simulated::SimJobsMeta>,
 }
 
 /// What to run.
@@ -359,6 +364,7 @@ pub fn run(
                 h.cpu.name()
             )
         }),
+        sim: None,
     })
 }
 

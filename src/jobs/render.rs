@@ -116,7 +116,13 @@ fn table(r: &JobsRecord, node_head: impl Fn(u32) -> String, most: &str) -> Table
         .right("user (s)")
         .right("mem node");
     for j in rows(r) {
-        let mut cells = vec![j.job.to_string(), j.pid.to_string()];
+        // A simulated job has no pid.
+        let pid = if j.pid == 0 {
+            "-".to_string()
+        } else {
+            j.pid.to_string()
+        };
+        let mut cells = vec![j.job.to_string(), pid];
         cells.extend(j.node_pct.iter().map(|(_, p)| format!("{p:.1}")));
         cells.extend([
             format!("{:.1}", j.max_pct),
@@ -249,6 +255,7 @@ mod tests {
                 job(2, &[(1, 37.5), (3, 62.5)], 3, 1),
             ],
             home: None,
+            sim: None,
         }
     }
 

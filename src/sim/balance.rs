@@ -21,6 +21,8 @@ pub enum Kind {
     NewlyIdle,
     /// Periodic balance of an idle CPU (nohz idle balance).
     Idle,
+    /// Periodic balance of a busy CPU (at busy_factor times the interval).
+    Busy,
 }
 
 /// A group's numbers as update_sg_lb_stats() would count them.
@@ -143,31 +145,47 @@ fn balancer(e: &mut Engine, x: usize, level: usize, group: usize, t: f64) -> Opt
 
 /// migrate_degrades_locality(): 1 degrades, 0 improves, -1 no opinion.
 fn degrades_locality(e: &Engine, src: usize, dst: usize, numa_domain: bool, kind: Kind) -> i32 {
-    if !numa_domain || !e.numa.has_opinion() {
+    // Leaving the preferred node is no worse than staying when every task on
+    // the source CPU prefers its node: the worker does once NUMA balancing
+    // has placed it.
+    let all_prefer = e.workers_prefer_own_node(e.t);
+    locality(
+        &e.numa,
+        e.m.node[src],
+        e.m.node[dst],
+        numa_domain,
+        kind,
+        all_prefer,
+    )
+}
+
+/// migrate_degrades_locality() for a task with NUMA state `numa` moving
+/// from node `sn` to node `dn` (6.12's int convention: 1 degrades, 0
+/// improves, -1 no opinion, then task_hot decides). `src_all_prefer`:
+/// the source runqueue's nr_running equals its nr_preferred_running.
+pub fn locality(
+    numa: &super::numa::Numa,
+    sn: usize,
+    dn: usize,
+    numa_domain: bool,
+    kind: Kind,
+    src_all_prefer: bool,
+) -> i32 {
+    if !numa_domain || !numa.has_opinion() || sn == dn {
         return -1;
     }
-    let (sn, dn) = (e.m.node[src], e.m.node[dst]);
-    if sn == dn {
-        return -1;
-    }
-    let pref = e.numa.preferred;
+    let pref = numa.preferred;
     if pref == Some(sn) {
-        // Leaving the preferred node degrades, unless every task on the
-        // source CPU prefers its node (nr_running == nr_preferred_running):
-        // the worker does too once NUMA balancing has placed it.
-        return if e.workers_prefer_own_node(e.t) {
-            -1
-        } else {
-            1
-        };
+        return if src_all_prefer { -1 } else { 1 };
     }
     if pref == Some(dn) {
         return 0;
     }
+    // Leaving a core idle is often worse than degrading locality.
     if kind == Kind::Idle {
         return -1;
     }
-    (e.numa.faults_on(dn) < e.numa.faults_on(sn)) as i32
+    (numa.faults_on(dn) < numa.faults_on(sn)) as i32
 }
 
 /// One balance attempt by CPU `x` at its domain of level `level` (an index

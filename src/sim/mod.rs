@@ -4,7 +4,8 @@
 //! background load in closed form, [`engine`] runs one sample as a
 //! discrete-event simulation of the probe among the workers, with
 //! [`balance`] (the load balancer's decisions) and [`numa`] (pages and
-//! automatic NUMA balancing); [`profile`] holds the hardware numbers, each
+//! automatic NUMA balancing); [`multi`] runs several probes at once (the
+//! `jobs` test) with [`multi_lb`] balancing them against each other; [`profile`] holds the hardware numbers, each
 //! with its source. Deterministic: a sample's result depends only on the
 //! machine, the profile, the sample's spec and its seed, never on the order
 //! or the thread it runs on. docs/sim.md describes the model and what it
@@ -14,6 +15,8 @@ pub mod balance;
 pub mod engine;
 pub mod load;
 pub mod machine;
+pub mod multi;
+pub mod multi_lb;
 pub mod numa;
 pub mod profile;
 pub mod rng;
@@ -21,6 +24,19 @@ pub mod rng;
 pub use engine::{Cause, Move, SampleResult, SampleSpec};
 pub use machine::Machine;
 pub use profile::{Profile, MODEL_VERSION};
+
+/// The simulated kernel, as run.json and the jobs record name it.
+pub fn kernel_label(profile: &Profile) -> String {
+    format!(
+        "sim model {MODEL_VERSION}: Linux 6.12 + PNID patch{}, profile {}",
+        if profile.kernel.ni_random {
+            ""
+        } else {
+            " without NI_RANDOM"
+        },
+        profile.name
+    )
+}
 
 /// A machine and a profile, ready to simulate samples under one load.
 pub struct Simulator {

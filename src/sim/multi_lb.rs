@@ -1,0 +1,471 @@
+//! Load balancing among several probes ([`super::multi`]), after
+//! kernel/sched/fair.c 6.12: update_sg_lb_stats / group_classify,
+//! update_sd_pick_busiest, sched_balance_find_src_group with
+//! calculate_imbalance (migrate_task, migrate_util, migrate_load),
+//! sched_balance_find_src_rq, detach_tasks with can_migrate_task (affinity,
+//! task_on_cpu, task_hot, migrate_degrades_locality, the cache_nice_tries
+//! override), active balancing, newly-idle balancing with NI_RANDOM,
+//! should_we_balance, exec placement and task_numa_migrate.
+//!
+//! Left out, and why: the busiest group is chosen among the groups holding
+//! a probe the puller may take (the kernel would pick a group of pinned
+//! workers first, find them all pinned and retry without them); load is
+//! PELT's long-run value (1 per probe, the duty cycle per worker); the
+//! balance interval does not double on failure; group_smt_balance,
+//! misfit and asym-packing groups (none on these machines' symmetric CPUs
+//! except SMT balance) are not modelled; exec placement takes the least
+//! loaded CPU of the node with the most idle CPUs.
+
+use super::balance::{self, sibling_imbalance, GroupStats, Kind};
+use super::engine::Cause;
+use super::machine::{Domain, LevelKind};
+use super::multi::{Ent, Multi};
+
+/// A group's numbers, with its long-run load (in tasks).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub g: GroupStats,
+    pub load: f64,
+}
+
+impl Stats {
+    fn avg_load(&self) -> f64 {
+        self.load / self.g.weight.max(1) as f64
+    }
+}
+
+/// group_classify() for symmetric CPUs: has_spare 0, fully_busy 1,
+/// overloaded 2.
+pub fn group_type(g: &GroupStats) -> u8 {
+    match g.nr_running.cmp(&g.weight) {
+        std::cmp::Ordering::Greater => 2,
+        std::cmp::Ordering::Equal => 1,
+        std::cmp::Ordering::Less => 0,
+    }
+}
+
+/// What calculate_imbalance() decided: how to count and how much.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Imbalance {
+    /// migrate_task: this many tasks.
+    Tasks(f64),
+    /// migrate_util: this much spare capacity, in CPUs.
+    Util(f64),
+    /// migrate_load: this much load, in tasks.
+    Load(f64),
+}
+
+/// sched_balance_find_src_group()'s verdict and calculate_imbalance() for
+/// the puller's `local` group against `busiest`, `sd_avg` being the
+/// domain's average load per CPU. None: balanced.
+pub fn decide(
+    local: &Stats,
+    busiest: &Stats,
+    sd_avg: f64,
+    dom: &Domain,
+    kind: Kind,
+) -> Option<Imbalance> {
+    let (l, b) = (&local.g, &busiest.g);
+    if b.nr_running == 0 {
+        return None;
+    }
+    let (lt, bt) = (group_type(l), group_type(b));
+    if lt > bt {
+        return None;
+    }
+    if lt == 2
+        && (local.avg_load() >= busiest.avg_load()
+            || local.avg_load() >= sd_avg
+            || 100.0 * busiest.avg_load() <= dom.imbalance_pct as f64 * local.avg_load())
+    {
+        return None;
+    }
+    let forced = dom.prefer_sibling && lt == 0 && sibling_imbalance(b, l) > 1;
+    if !forced && bt != 2 {
+        if kind == Kind::Busy {
+            return None;
+        }
+        if b.weight > 1 && l.idle_cpus <= b.idle_cpus + 1 {
+            return None;
+        }
+        if b.nr_running == 1 {
+            return None;
+        }
+    }
+    // calculate_imbalance()
+    let shares_llc = matches!(dom.kind, LevelKind::Smt | LevelKind::Mc);
+    if lt == 0 {
+        if bt > 1 && !shares_llc {
+            let spare = l.idle_cpus as f64;
+            return Some(if spare > 0.0 {
+                Imbalance::Util(spare)
+            } else {
+                Imbalance::Tasks(1.0)
+            });
+        }
+        let mut imb = if b.weight == 1 || dom.prefer_sibling {
+            sibling_imbalance(b, l)
+        } else {
+            (l.idle_cpus as i64 - b.idle_cpus as i64).max(0)
+        };
+        if dom.is_numa() && (l.nr_running + 1) as u32 <= dom.imb_numa_nr && imb <= 2 {
+            // adjust_numa_imbalance()
+            imb = 0;
+        }
+        imb >>= 1;
+        return (imb > 0).then_some(Imbalance::Tasks(imb as f64));
+    }
+    if lt < 2 && (local.avg_load() >= busiest.avg_load() || local.avg_load() >= sd_avg) {
+        return None;
+    }
+    let amount = ((busiest.avg_load() - sd_avg) * b.weight as f64)
+        .min((sd_avg - local.avg_load()) * l.weight as f64);
+    (amount > 0.0).then_some(Imbalance::Load(amount))
+}
+
+/// update_sd_pick_busiest(): whether `s` is busier than `best`.
+fn busier(s: &Stats, best: &Stats) -> bool {
+    let (st, bt) = (group_type(&s.g), group_type(&best.g));
+    if st != bt {
+        return st > bt;
+    }
+    match st {
+        0 => {
+            s.g.idle_cpus < best.g.idle_cpus
+                || (s.g.idle_cpus == best.g.idle_cpus && s.g.nr_running > best.g.nr_running)
+        }
+        _ => s.avg_load() > best.avg_load(),
+    }
+}
+
+/// A span's numbers now.
+pub fn stats(e: &Multi, span: usize) -> Stats {
+    let cpus = e.m.span(span);
+    let duty = e.load.busy_ns / e.load.period_ns;
+    let mut s = Stats {
+        g: GroupStats {
+            weight: cpus.len(),
+            cores: e.m.span_cores(span),
+            nr_running: 0,
+            idle_cpus: 0,
+        },
+        load: 0.0,
+    };
+    for &c in cpus {
+        let nr = e.rqs[c].nr_running();
+        s.g.nr_running += nr;
+        s.g.idle_cpus += (nr == 0) as usize;
+        s.load += e.rqs[c].probes as f64 + duty;
+    }
+    s
+}
+
+/// The probes on CPU `c`, waiting ones in the order detach_tasks() meets
+/// them (least recently run first), the running one last.
+fn probes_on(e: &Multi, c: usize) -> Vec<usize> {
+    let mut w: Vec<usize> = e.rqs[c]
+        .queue
+        .iter()
+        .filter_map(|x| match x {
+            Ent::Task(i) => Some(*i),
+            Ent::Worker => None,
+        })
+        .collect();
+    w.sort_by(|&a, &b| e.tasks[a].last_ran.total_cmp(&e.tasks[b].last_ran));
+    if let Some(Ent::Task(i)) = e.rqs[c].curr {
+        w.push(i);
+    }
+    w
+}
+
+/// should_we_balance(): the CPU of group `g` that balances its domain
+/// (the first idle CPU on an idle core, else the first idle CPU, else the
+/// first CPU).
+fn balancer(e: &Multi, smt_level: bool, g: usize) -> Option<usize> {
+    let idle = |c: usize| e.rqs[c].nr_running() == 0;
+    let mut idle_smt = None;
+    for &c in e.m.span(g) {
+        if !idle(c) {
+            continue;
+        }
+        if !smt_level && !e.m.siblings[c].iter().all(|&s| idle(s)) {
+            idle_smt.get_or_insert(c);
+            continue;
+        }
+        return Some(c);
+    }
+    idle_smt.or_else(|| e.m.span(g).first().copied())
+}
+
+/// One balance attempt by CPU `x` at its domain `level`; true when it
+/// moved a probe.
+pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
+    let d = e.m.cpu_domains[x][level];
+    let dom = &e.m.domains[d];
+    let lg = e.m.cpu_group[x][level];
+    let smt_level = matches!(dom.kind, LevelKind::Smt);
+    if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
+        e.failed[x][level] = 0;
+        return false;
+    }
+    // Groups holding a probe the puller may take.
+    let mut groups: Vec<usize> = e
+        .tasks
+        .iter()
+        .filter(|t| t.alive() && t.allowed[x])
+        .filter_map(|t| e.m.group_of(d, t.cpu))
+        .filter(|&g| g != lg)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    if groups.is_empty() {
+        e.failed[x][level] = 0;
+        return false;
+    }
+    let (mut total, mut weight) = (0.0, 0usize);
+    for &g in &dom.groups {
+        let s = stats(e, g);
+        total += s.load;
+        weight += s.g.weight;
+    }
+    let sd_avg = total / weight.max(1) as f64;
+    let mut best: Option<(usize, Stats)> = None;
+    for g in groups {
+        let s = stats(e, g);
+        if best.as_ref().is_none_or(|(_, b)| busier(&s, b)) {
+            best = Some((g, s));
+        }
+    }
+    let (bg, busiest) = best.expect("a candidate group");
+    let local = stats(e, lg);
+    let Some(imb) = decide(&local, &busiest, sd_avg, dom, kind) else {
+        e.failed[x][level] = 0;
+        return false;
+    };
+    // sched_balance_find_src_rq(): the CPU with the most tasks among those
+    // with a probe the puller may take.
+    let src =
+        e.m.span(bg)
+            .iter()
+            .copied()
+            .filter(|&c| probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
+            .max_by(|&a, &b| {
+                e.rqs[a]
+                    .nr_running()
+                    .cmp(&e.rqs[b].nr_running())
+                    .then(b.cmp(&a))
+            });
+    let Some(src) = src else {
+        return false;
+    };
+    let nice = dom.cache_nice_tries;
+    let is_numa = dom.is_numa();
+    let failed = e.failed[x][level];
+    let (sn, dn) = (e.m.node[src], e.m.node[x]);
+    let mut left = match imb {
+        Imbalance::Tasks(v) | Imbalance::Util(v) | Imbalance::Load(v) => v,
+    };
+    let mut moved = 0;
+    let mut active_candidate = None;
+    for i in probes_on(e, src) {
+        if !e.tasks[i].allowed[x] {
+            continue;
+        }
+        if e.rqs[src].curr == Some(Ent::Task(i)) {
+            active_candidate = Some(i);
+            continue;
+        }
+        // migrate_degrades_locality() needs to know whether every task on
+        // the source prefers its node.
+        let rq = &e.rqs[src];
+        let preferring = probes_on(e, src)
+            .iter()
+            .filter(|&&j| e.tasks[j].numa.preferred == Some(sn))
+            .count()
+            + (rq.worker_busy && e.workers_prefer_own_node()) as usize;
+        let all_prefer = rq.nr_running() == preferring;
+        let verdict = balance::locality(&e.tasks[i].numa, sn, dn, is_numa, kind, all_prefer);
+        let hot = match verdict {
+            -1 => e.t - e.tasks[i].last_ran < e.migration_cost_ns(),
+            v => v == 1,
+        };
+        if hot && (kind == Kind::NewlyIdle || failed <= nice) {
+            continue;
+        }
+        if let Imbalance::Load(_) = imb {
+            // A task's load, shifted right by the failures, must fit.
+            if 1.0 / f64::powi(2.0, failed.min(30) as i32) > left {
+                continue;
+            }
+        }
+        e.move_task(i, x, Cause::LoadBalance);
+        moved += 1;
+        left -= 1.0;
+        if left <= 0.0 || (kind != Kind::Busy && e.rqs[src].nr_running() <= 1) {
+            break;
+        }
+    }
+    if moved > 0 {
+        e.failed[x][level] = 0;
+        return true;
+    }
+    if kind == Kind::NewlyIdle {
+        return false;
+    }
+    e.failed[x][level] += 1;
+    // imbalanced_active_balance(): the stopper moves the running probe.
+    if let (Imbalance::Tasks(_), Some(i)) = (imb, active_candidate) {
+        if e.failed[x][level] > nice + 2 {
+            e.failed[x][level] = 0;
+            e.move_task(i, x, Cause::LoadBalance);
+            return true;
+        }
+    }
+    false
+}
+
+/// sched_balance_newidle() on CPU `x`, which has just gone idle.
+pub fn newidle(e: &mut Multi, x: usize) {
+    if e.rqs[x].curr.is_some() || e.waiting == 0 {
+        return;
+    }
+    // It gives up when the CPU's idle periods are shorter than
+    // migration_cost_ns.
+    let avg_idle = if e.load.busy_ns > 0.0 {
+        e.load.period_ns - e.load.busy_ns
+    } else {
+        f64::INFINITY
+    };
+    if avg_idle < e.migration_cost_ns() {
+        return;
+    }
+    for level in 0..e.m.cpu_domains[x].len() {
+        let pulled = if e.p.kernel.ni_random {
+            // As the one-probe engine: every idle period made a call; all
+            // but the simulated ones found nothing to pull.
+            let period = e.load.period_ns;
+            let lt = e.lt(e.t);
+            let u = e.rng.below(1024) as u32;
+            let st = &mut e.newidle[x][level];
+            st.catch_up(lt, period);
+            st.calls_plus(0);
+            let weight = 1 + st.ratio;
+            if u > weight {
+                continue;
+            }
+            let pulled = try_balance(e, x, level, Kind::NewlyIdle);
+            let w = (1024 + weight / 2) / weight;
+            e.newidle[x][level].success += w * pulled as u32;
+            pulled
+        } else {
+            try_balance(e, x, level, Kind::NewlyIdle)
+        };
+        if pulled || e.rqs[x].curr.is_some() {
+            return;
+        }
+    }
+}
+
+/// One tick of periodic balancing: every CPU whose domains are due, busy
+/// ones at busy_factor (16) times the interval, idle ones (balanced by the
+/// nohz idle balancer) at the interval; from CPU `rot` on, wrapping.
+pub fn periodic(e: &mut Multi, rot: usize) {
+    let n = e.m.len();
+    let tick = 1e9 / e.p.kernel.hz as f64;
+    for k in 0..n {
+        let c = (rot + k) % n;
+        let kind = if e.rqs[c].nr_running() == 0 {
+            Kind::Idle
+        } else {
+            Kind::Busy
+        };
+        for level in 0..e.m.cpu_domains[c].len() {
+            if e.t < e.next_balance[c][level] {
+                continue;
+            }
+            let d = e.m.cpu_domains[c][level];
+            let factor = if kind == Kind::Busy { 16.0 } else { 1.0 };
+            let iv = ((e.m.domains[d].interval_ns as f64 * factor) / tick)
+                .ceil()
+                .max(1.0)
+                * tick;
+            e.next_balance[c][level] = e.t + iv;
+            if try_balance(e, c, level, kind) {
+                break;
+            }
+        }
+    }
+}
+
+/// sched_balance_exec(): job `i` starts on the least loaded CPU of the
+/// node with the most idle CPUs (ties drawn), then sets its own affinity
+/// if that CPU is not allowed.
+pub fn exec_place(e: &mut Multi, i: usize) {
+    let nodes = e.m.node_cpus.len();
+    let idle_in = |e: &Multi, n: usize| {
+        e.m.node_cpus[n]
+            .iter()
+            .filter(|&&c| e.rqs[c].nr_running() == 0)
+            .count()
+    };
+    let most = (0..nodes).map(|n| idle_in(e, n)).max().unwrap_or(0);
+    let best_nodes: Vec<usize> = (0..nodes).filter(|&n| idle_in(e, n) == most).collect();
+    let node = best_nodes[e.rng.below(best_nodes.len())];
+    let least = e.m.node_cpus[node]
+        .iter()
+        .map(|&c| e.rqs[c].nr_running())
+        .min()
+        .unwrap_or(0);
+    let cands: Vec<usize> = e.m.node_cpus[node]
+        .iter()
+        .copied()
+        .filter(|&c| e.rqs[c].nr_running() == least)
+        .collect();
+    let start = cands[e.rng.below(cands.len())];
+    e.start(i, start);
+    if !e.tasks[i].allowed[start] {
+        // __set_cpus_allowed_ptr(): any allowed CPU, idle ones first.
+        let allowed: Vec<usize> = (0..e.m.len()).filter(|&c| e.tasks[i].allowed[c]).collect();
+        let idle: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&c| e.rqs[c].nr_running() == 0)
+            .collect();
+        let pool = if idle.is_empty() { &allowed } else { &idle };
+        let to = pool[e.rng.below(pool.len())];
+        e.move_task(i, to, Cause::Affinity);
+    }
+}
+
+/// task_numa_migrate(): to an idle allowed CPU of `target`, else a swap
+/// with a probe running there that may run here and prefers our node,
+/// else it sticks (sched_stick_numa).
+pub fn numa_migrate(e: &mut Multi, i: usize, target: usize) {
+    let src = e.tasks[i].cpu;
+    let sn = e.m.node[src];
+    let idle: Vec<usize> = e.m.node_cpus[target]
+        .iter()
+        .copied()
+        .filter(|&c| e.tasks[i].allowed[c] && e.rqs[c].curr.is_none())
+        .collect();
+    if !idle.is_empty() {
+        let to = idle[e.rng.below(idle.len())];
+        e.move_task(i, to, Cause::NumaBalancing);
+        return;
+    }
+    let swap = e.m.node_cpus[target].iter().copied().find_map(|c| {
+        let Some(Ent::Task(j)) = e.rqs[c].curr else {
+            return None;
+        };
+        (e.tasks[i].allowed[c] && e.tasks[j].allowed[src] && e.tasks[j].numa.preferred == Some(sn))
+            .then_some((c, j))
+    });
+    match swap {
+        Some((c, j)) => {
+            e.move_task(i, c, Cause::NumaBalancing);
+            e.move_task(j, src, Cause::NumaBalancing);
+            e.tasks[i].res.swap_numa += 1;
+        }
+        None => e.tasks[i].res.stick_numa += 1,
+    }
+}

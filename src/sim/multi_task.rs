@@ -1,0 +1,222 @@
+//! A job's own progress in the several-probe engine: its speed on its CPU
+//! (the cache model for where its pages are, its SMT sibling), phases,
+//! cache refills after moves, first-touch placement, NUMA scans and exit.
+//! A child module of [`super`], so it shares the engine's private state.
+
+use super::{Ent, Ev, Multi, Phase};
+use crate::sim::numa::MemPolicy;
+
+impl Multi<'_> {
+    /// The task's progress per ns now.
+    pub(super) fn speed(&self, i: usize) -> f64 {
+        let task = &self.tasks[i];
+        let smt = if self.m.siblings[task.cpu]
+            .iter()
+            .any(|&s| self.rqs[s].curr.is_some())
+        {
+            self.p.cpu.smt_share
+        } else {
+            1.0
+        };
+        match task.phase {
+            Phase::WarmUp => self.p.kernel.touch_pages_per_us / 1000.0 * smt,
+            Phase::Loop(_) => smt / task.access_ns[self.m.node[task.cpu]],
+            Phase::Done => 0.0,
+        }
+    }
+
+    pub(super) fn running(&self, i: usize) -> bool {
+        self.rqs[self.tasks[i].cpu].curr == Some(Ent::Task(i))
+    }
+
+    /// Accounts a running task's progress up to now.
+    pub(super) fn settle(&mut self, i: usize) {
+        if !self.running(i) {
+            return;
+        }
+        let v = self.speed(i);
+        let t = self.t;
+        let task = &mut self.tasks[i];
+        let dt = (t - task.since).max(0.0);
+        task.res.run_ns[task.cpu] += dt as u64;
+        task.work_left -= v * dt;
+        if let Phase::Loop(_) = task.phase {
+            task.accesses += v * dt;
+        }
+        task.since = t;
+        if task.phase == Phase::WarmUp {
+            let done = task.buffer_pages as f64 - task.work_left.max(0.0);
+            self.place_warm_pages(i, done);
+        }
+    }
+
+    pub(super) fn schedule_done(&mut self, i: usize) {
+        if !self.running(i) || !self.tasks[i].alive() {
+            return;
+        }
+        let v = self.speed(i);
+        self.tasks[i].gen += 1;
+        let gen = self.tasks[i].gen;
+        if v > 0.0 {
+            let at = self.t + self.tasks[i].work_left.max(0.0) / v;
+            self.push(at, Ev::Done(i, gen));
+        }
+    }
+
+    /// Time task `i` owes (cache refill, faults), as work at its speed.
+    pub(super) fn charge_ns(&mut self, i: usize, ns: f64) {
+        let task = &mut self.tasks[i];
+        let per = match task.phase {
+            Phase::WarmUp => 1000.0 / self.p.kernel.touch_pages_per_us,
+            Phase::Loop(_) => task.access_ns[self.m.node[task.cpu]],
+            Phase::Done => return,
+        };
+        task.work_left += ns / per;
+    }
+
+    /// Charges the refill of the last move for the lines touched since: a
+    /// random walk over W lines has touched W(1 - e^(-k/W)) of them after k
+    /// accesses, so a task moved again soon pays only part of the refill
+    /// the one-probe engine charges whole at the move (there, moves are
+    /// far enough apart that the part is nearly all). Returns the ns added.
+    pub(super) fn pay_cold(&mut self, i: usize) -> f64 {
+        let lines = (self.spec.buffer_bytes as f64 / 64.0).max(1.0);
+        let task = &mut self.tasks[i];
+        let Some((full, at, paid)) = task.cold else {
+            return 0.0;
+        };
+        let k = (task.accesses - at).max(0.0);
+        let owed = full * (1.0 - (-k / lines).exp());
+        let add = (owed - paid).max(0.0);
+        task.cold = Some((full, at, paid + add));
+        self.charge_ns(i, add);
+        add
+    }
+
+    pub(super) fn recompute_access(&mut self, i: usize) {
+        let nodes = self.m.node_ids.len();
+        let task = &mut self.tasks[i];
+        let per_node = task.numa.buffer_pages_per_node().to_vec();
+        let total: u64 = per_node.iter().sum();
+        for n in 0..nodes {
+            let dram = if total == 0 {
+                self.p.dram_ns(10)
+            } else {
+                (0..nodes)
+                    .map(|k| per_node[k] as f64 * self.p.dram_ns(self.m.dist[n][k]))
+                    .sum::<f64>()
+                    / total as f64
+            };
+            task.dram_ns[n] = dram;
+            task.access_ns[n] = self.p.access_ns(self.spec.buffer_bytes, dram);
+        }
+    }
+
+    pub(super) fn place_warm_pages(&mut self, i: usize, upto: f64) {
+        let nodes = self.m.node_ids.len();
+        let node_now = self.m.node[self.tasks[i].cpu];
+        let task = &mut self.tasks[i];
+        let from = task.warm_pages_done as usize;
+        let to = (upto as usize).min(task.buffer_pages);
+        let other = task.numa.other_pages;
+        for k in from..to {
+            let node = match &task.mem {
+                MemPolicy::Float => node_now,
+                MemPolicy::Bind(n) => *n,
+                MemPolicy::Interleave(ns) => ns[k % ns.len().max(1)],
+            };
+            task.numa.place(other + k, node.min(nodes - 1));
+        }
+        task.warm_pages_done = upto.max(task.warm_pages_done);
+    }
+
+    /// Task `i` starts on CPU `c` (exec), its other memory there.
+    pub fn start(&mut self, i: usize, c: usize) {
+        let other = self.tasks[i].numa.other_pages;
+        let node = self.m.node[c];
+        (0..other).for_each(|p| self.tasks[i].numa.place(p, node));
+        self.tasks[i].res.start_cpu = c;
+        self.recompute_access(i);
+        if self.spec.numa.enabled {
+            let at = self.tasks[i].numa.next_scan_ns;
+            self.push(at, Ev::Scan(i));
+        }
+        self.join(c, Ent::Task(i));
+    }
+
+    pub(super) fn end_phase(&mut self, i: usize) {
+        let t = self.t;
+        let task = &mut self.tasks[i];
+        match task.phase {
+            Phase::WarmUp => {
+                let n = task.buffer_pages as f64;
+                self.place_warm_pages(i, n);
+                let task = &mut self.tasks[i];
+                task.res.warm_up_ns = (t - task.phase_start) as u64;
+                task.res.pages_after_warm_up = task.numa.buffer_pages_per_node().to_vec();
+                task.phase = Phase::Loop(0);
+                self.recompute_access(i);
+            }
+            Phase::Loop(k) => {
+                // The refill owed for the pass's accesses is part of it.
+                let per = task.access_ns[self.m.node[task.cpu]];
+                if self.pay_cold(i) > per {
+                    self.schedule_done(i);
+                    return;
+                }
+                let task = &mut self.tasks[i];
+                task.res.iterations_ns.push((t - task.phase_start) as u64);
+                task.phase = if k + 1 >= self.spec.iterations {
+                    Phase::Done
+                } else {
+                    Phase::Loop(k + 1)
+                };
+            }
+            Phase::Done => return,
+        }
+        let task = &mut self.tasks[i];
+        task.phase_start = t;
+        task.work_left = self.spec.accesses_per_iteration as f64;
+        if task.phase == Phase::Done {
+            self.exit(i);
+        } else {
+            self.schedule_done(i);
+        }
+    }
+
+    pub(super) fn exit(&mut self, i: usize) {
+        let c = self.tasks[i].cpu;
+        let task = &mut self.tasks[i];
+        task.res.end_ns = self.t as u64;
+        task.res.end_cpu = c;
+        task.res.numa_pages_migrated = task.numa.pages_migrated;
+        task.res.total_numa_faults = task.numa.total_faults;
+        task.res.preferred = task.numa.preferred;
+        self.alive -= 1;
+        self.leave(c, Ent::Task(i));
+    }
+
+    pub(super) fn numa_scan(&mut self, i: usize) {
+        if !self.tasks[i].alive() {
+            return;
+        }
+        self.settle(i);
+        let node = self.m.node[self.tasks[i].cpu];
+        let t = self.t;
+        let out = self.tasks[i].numa.scan(t, node);
+        let cost = out.faults as f64 / self.tasks[i].numa.base_per_page.max(1) as f64
+            * self.p.kernel.hint_fault_us
+            * 1e3
+            + out.migrated as f64 * self.p.kernel.page_migrate_us * 1e3;
+        if out.migrated > 0 {
+            self.recompute_access(i);
+        }
+        self.charge_ns(i, cost);
+        self.schedule_done(i);
+        if let Some(target) = out.migrate_to {
+            crate::sim::multi_lb::numa_migrate(self, i, target);
+        }
+        let next = self.tasks[i].numa.next_scan_ns.max(self.t + 1.0);
+        self.push(next, Ev::Scan(i));
+    }
+}

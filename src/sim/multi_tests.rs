@@ -1,0 +1,223 @@
+//! The several-probe engine on cases with a known answer, and its
+//! invariants.
+
+use super::*;
+use crate::sim::balance::{GroupStats, Kind};
+use crate::sim::multi_lb::{decide, Imbalance, Stats};
+use crate::sim::{load::LoadModel, Machine, Profile};
+use crate::topology::presets;
+
+const PERIOD: f64 = 20_618_000.0;
+
+fn machine(preset: &str) -> Machine {
+    Machine::new(&presets::find(preset).unwrap().topology()).unwrap()
+}
+
+fn spec(jobs: Vec<Job>, nb: bool, seed: u64) -> JobsSpec {
+    JobsSpec {
+        jobs,
+        numa: NumaKnobs {
+            enabled: nb,
+            ..NumaKnobs::default()
+        },
+        migration_cost_ns: 500_000.0,
+        buffer_bytes: 8 << 20,
+        page_bytes: 4096,
+        accesses_per_iteration: 1 << 19,
+        iterations: 3,
+        seed,
+    }
+}
+
+fn float_jobs(m: &Machine, n: usize) -> Vec<Job> {
+    (0..n)
+        .map(|_| Job {
+            allowed: (0..m.len()).collect(),
+            mem: MemPolicy::Float,
+            forced: None,
+        })
+        .collect()
+}
+
+fn run(m: &Machine, p: &Profile, load: f64, s: &JobsSpec) -> JobsResult {
+    let lm = LoadModel::new(m, load, PERIOD, m.span_count());
+    Multi::new(m, p, &lm, s).run()
+}
+
+#[test]
+fn alone_each_job_runs_at_the_cost_models_speed_on_its_own_cpu() {
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    // Fewer jobs than cores, no load: each gets a CPU of its own, never
+    // moves, and every pass costs what the cache model says.
+    let s = spec(float_jobs(&m, 8), false, 3);
+    let r = run(&m, &p, 0.0, &s);
+    let per_access = p.access_ns(8 << 20, p.dram_ns(10));
+    let want = per_access * (1u64 << 19) as f64;
+    let mut cpus = std::collections::BTreeSet::new();
+    for (k, j) in r.jobs.iter().enumerate() {
+        assert!(j.moves.is_empty(), "job {k} moved: {:?}", j.moves);
+        assert!(
+            cpus.insert(j.start_cpu),
+            "two jobs share CPU {}",
+            j.start_cpu
+        );
+        assert_eq!(j.iterations_ns.len(), 3);
+        for &it in &j.iterations_ns {
+            // Local memory; an SMT sibling's job may slow it (smt_share).
+            assert!(
+                it as f64 >= want * (1.0 - 1e-9) - 2.0 && it as f64 <= want / p.cpu.smt_share + 2.0,
+                "job {k}: {it} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn twice_as_many_jobs_as_cpus_share_them_and_time_adds_up() {
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let n = 2 * m.len();
+    let s = spec(float_jobs(&m, n), false, 11);
+    let r = run(&m, &p, 0.0, &s);
+    let busy: u64 = r.jobs.iter().flat_map(|j| j.run_ns.iter()).sum();
+    // Every CPU is busy until the first job ends, never more than busy.
+    let first_end = r.jobs.iter().map(|j| j.end_ns).min().unwrap();
+    assert!(busy <= r.wall_ns * m.len() as u64 + n as u64);
+    assert!(
+        busy >= first_end * m.len() as u64 * 99 / 100,
+        "{busy} vs {first_end}"
+    );
+    // Sharing halves the speed: the wall is about two jobs' work.
+    let alone: u64 = r
+        .jobs
+        .iter()
+        .map(|j| j.run_ns.iter().sum::<u64>())
+        .min()
+        .unwrap();
+    assert!(
+        r.wall_ns as f64 > 1.8 * alone as f64,
+        "wall {} vs one job's CPU time {alone}",
+        r.wall_ns
+    );
+}
+
+#[test]
+fn pinned_jobs_never_leave_their_cpus_under_load_and_numa_balancing() {
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let node1 = m.node_cpus[1].clone();
+    let jobs = (0..12)
+        .map(|_| Job {
+            allowed: node1.clone(),
+            mem: MemPolicy::Bind(0),
+            forced: None,
+        })
+        .collect();
+    let s = spec(jobs, true, 5);
+    let r = run(&m, &p, 60.0, &s);
+    for (k, j) in r.jobs.iter().enumerate() {
+        for mv in j.moves.iter().filter(|mv| mv.cause != Cause::Affinity) {
+            assert!(node1.contains(&mv.to), "job {k} moved off node 1: {mv:?}");
+        }
+        for (c, &ns) in j.run_ns.iter().enumerate() {
+            if ns > 0 && !node1.contains(&c) {
+                // Only before the probe set its affinity (exec placement).
+                assert_eq!(c, j.start_cpu, "job {k} ran on CPU {c}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_seed_decides_the_result() {
+    let m = machine("epyc-7551-8n");
+    let p = Profile::load("epyc-7551").unwrap();
+    let s = spec(float_jobs(&m, 16), true, 9);
+    let a = run(&m, &p, 50.0, &s);
+    let b = run(&m, &p, 50.0, &s);
+    let key = |r: &JobsResult| -> Vec<(u64, usize, Vec<u64>)> {
+        r.jobs
+            .iter()
+            .map(|j| (j.end_ns, j.moves.len(), j.run_ns.clone()))
+            .collect()
+    };
+    assert_eq!(key(&a), key(&b));
+    assert_eq!(a.events, b.events);
+    let c = run(&m, &p, 50.0, &spec(float_jobs(&m, 16), true, 10));
+    assert_ne!(key(&a), key(&c), "another seed, another run");
+}
+
+#[test]
+fn jobs_starting_together_spread_over_the_nodes() {
+    // sched_balance_exec() puts each on the node with the most idle CPUs.
+    let m = machine("epyc-7551-8n");
+    let p = Profile::load("epyc-7551").unwrap();
+    let s = spec(float_jobs(&m, 8), false, 1);
+    let r = run(&m, &p, 0.0, &s);
+    let nodes: std::collections::BTreeSet<usize> =
+        r.jobs.iter().map(|j| m.node[j.start_cpu]).collect();
+    assert_eq!(nodes.len(), 8, "one job per node");
+}
+
+fn st(weight: usize, nr: usize, idle: usize, load: f64) -> Stats {
+    Stats {
+        g: GroupStats {
+            weight,
+            cores: weight,
+            nr_running: nr,
+            idle_cpus: idle,
+        },
+        load,
+    }
+}
+
+#[test]
+fn an_overloaded_node_gives_tasks_to_an_idle_one_by_spare_capacity() {
+    let m = machine("xeon-8167m-2n");
+    // The NUMA domain of CPU 0: two node groups of 52 CPUs.
+    let d = *m.cpu_domains[0].last().unwrap();
+    let dom = &m.domains[d];
+    assert!(dom.is_numa());
+    let local = st(52, 10, 42, 10.0);
+    let busiest = st(52, 60, 0, 60.0);
+    assert_eq!(
+        decide(&local, &busiest, 35.0 / 52.0, dom, Kind::Idle),
+        Some(Imbalance::Util(42.0))
+    );
+    // Not overloaded: prefer_sibling (from the node's child domains)
+    // forces the balance by tasks per core, halved, even from a busy CPU.
+    assert!(dom.prefer_sibling);
+    let busiest = st(52, 40, 12, 40.0);
+    assert_eq!(
+        decide(&local, &busiest, 0.5, dom, Kind::Busy),
+        Some(Imbalance::Tasks(15.0))
+    );
+    // One task apart: a busy CPU leaves it, an idle one too (one more idle
+    // CPU is not worth a move).
+    let busiest = st(52, 11, 41, 11.0);
+    assert_eq!(decide(&local, &busiest, 0.2, dom, Kind::Busy), None);
+    assert_eq!(decide(&local, &busiest, 0.2, dom, Kind::Idle), None);
+}
+
+#[test]
+fn overloaded_groups_even_out_their_load() {
+    let m = machine("xeon-8167m-2n");
+    let d = *m.cpu_domains[0].last().unwrap();
+    let dom = &m.domains[d];
+    assert_eq!(dom.imbalance_pct, 117);
+    // 72 vs 60 tasks on 52 CPUs is past imbalance_pct (120% > 117%): move
+    // half the difference.
+    let (local, busiest) = (st(52, 60, 0, 60.0), st(52, 72, 0, 72.0));
+    let avg = 132.0 / 104.0;
+    match decide(&local, &busiest, avg, dom, Kind::Busy) {
+        Some(Imbalance::Load(v)) => assert!((v - 6.0).abs() < 1e-9, "{v}"),
+        other => panic!("{other:?}"),
+    }
+    // 70 vs 60 is within it (116.7%): balanced.
+    let (local, busiest) = (st(52, 60, 0, 60.0), st(52, 70, 0, 70.0));
+    assert_eq!(
+        decide(&local, &busiest, 130.0 / 104.0, dom, Kind::Busy),
+        None
+    );
+}
