@@ -62,9 +62,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("size {s:?}: expected a number with an optional K, M or G suffix"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!("size {s:?}: expected a number with an optional K, M, G or T suffix")
+    })?;
     let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "K" | "KB" | "KIB" => 1 << 10,
@@ -73,7 +73,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "T" | "TB" | "TIB" => 1 << 40,
         other => {
             return Err(format!(
-                "size {s:?}: unknown unit {other:?} (use K, M or G)"
+                "size {s:?}: unknown unit {other:?} (use K, M, G or T)"
             ))
         }
     };
@@ -112,6 +112,15 @@ mod tests {
         assert!(parse_size("M").is_err());
         assert_eq!(fmt_size(256 << 20), "256 MiB");
         assert_eq!(fmt_size(1536), "1.5 KiB");
+    }
+
+    /// Regression: `--size 12Q` said "use K, M or G" though `1T` parses
+    /// (the memory checks' own example, `probe --size 1T`).
+    #[test]
+    fn size_errors_list_every_unit_that_parses() {
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert!(parse_size("12Q").unwrap_err().contains("K, M, G or T"));
+        assert!(parse_size("x").unwrap_err().contains("K, M, G or T"));
     }
 
     #[test]

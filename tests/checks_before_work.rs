@@ -184,6 +184,24 @@ fn sizes_beyond_available_memory_exit_2_naming_the_source() {
             vec!["probe", "--size", "1000M"],
             vec!["1000 MiB asked", "64 MiB of that stays free"],
         ),
+        // Float (no policy), preferred (falls back to any node) and
+        // interleave buffers are held to what the whole machine has.
+        (
+            vec!["probe", "--preferred", "1", "--size", "1000M"],
+            vec!["1000 MiB asked", meminfo.as_str()],
+        ),
+        (
+            vec!["probe", "--interleave", "0,1", "--size", "1000M"],
+            vec!["1000 MiB asked", meminfo.as_str()],
+        ),
+        (
+            vec!["run", "--size", "2G", "--mem", "F", "--out", o],
+            vec!["probe size 2G", meminfo.as_str()],
+        ),
+        (
+            vec!["run", "--size", "2G", "--mem", "I", "--out", o],
+            vec!["probe size 2G", meminfo.as_str()],
+        ),
         (
             vec!["probe", "--membind", "1", "--size", "240M"],
             vec!["240 MiB asked", "256 MiB is available", node1.as_str()],

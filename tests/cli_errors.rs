@@ -42,6 +42,15 @@ fn bad_run_specs_exit_2_before_any_change() {
             vec!["run", "--nb", "0", "--pnid", "A", "--out", out_s],
             "--pnid A: no block of the spec (after --nb)",
         ),
+        // In a list, the bad token itself is named, not the whole list.
+        (
+            vec!["run", "--nb", "0,x", "--out", out_s],
+            "invalid value 'x' for '--nb",
+        ),
+        (
+            vec!["run", "--pnid", "-1,Q", "--out", out_s],
+            "invalid value 'Q' for '--pnid",
+        ),
         (vec!["run", "--mem", "Q", "--out", out_s], "mem value \"Q\""),
         (
             vec!["run", "--load", "150", "--out", out_s],

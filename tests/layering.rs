@@ -44,34 +44,54 @@ fn rs_files(p: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Top-level modules named by `crate::` paths in `code`, including the
-/// heads of `use crate::{a, b::c}` groups.
+/// heads of `use crate::{a, b::{c, d}}` groups, nested or broken over
+/// lines (rustfmt breaks a long group, one item a line).
 fn referenced(code: &str) -> BTreeSet<String> {
+    // Comments out first (doc links do not count), then the text as one.
+    let code: Vec<&str> = code
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    let code = code.join("\n");
+    let head = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
     let mut out = BTreeSet::new();
-    for line in code.lines() {
-        let line = line.split("//").next().unwrap_or("");
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let end = group.find('}').unwrap_or(group.len());
-                for item in group[..end].split(',') {
-                    let head: String = item
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !head.is_empty() && head != "self" {
-                        out.insert(head);
-                    }
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            let h = head(rest);
+            if !h.is_empty() {
+                out.insert(h);
+            }
+            continue;
+        };
+        // The group's top-level items; a nested group belongs to its item.
+        let (mut depth, mut start) = (0usize, 0usize);
+        let mut items = Vec::new();
+        for (j, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    items.push(&group[start..j]);
+                    break;
                 }
-            } else {
-                let head: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !head.is_empty() {
-                    out.insert(head);
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&group[start..j]);
+                    start = j + 1;
                 }
+                _ => {}
+            }
+        }
+        for item in items {
+            let h = head(item);
+            if !h.is_empty() && h != "self" {
+                out.insert(h);
             }
         }
     }
@@ -119,4 +139,14 @@ fn the_scanner_sees_grouped_and_plain_paths_but_not_comments() {
                 /// see [`crate::report`]\n// crate::cli";
     let got: Vec<String> = referenced(code).into_iter().collect();
     assert_eq!(got, ["probe", "sys", "trace"]);
+}
+
+/// Regression: a `use crate::{` group broken over lines (as rustfmt writes
+/// a long one) was read as empty, so an import in it escaped the check; a
+/// nested group's inner names were taken for modules.
+#[test]
+fn the_scanner_sees_groups_over_lines_and_nested_groups() {
+    let code = "use crate::{\n    experiment::{spec, Row},\n    // crate::cli\n    report,\n};";
+    let got: Vec<String> = referenced(code).into_iter().collect();
+    assert_eq!(got, ["experiment", "report"]);
 }

@@ -2,21 +2,25 @@
 //! specs ([`ExperimentSpec::from_toml`] and the rows they expand to) and
 //! the JSON records (`run.json` [`RunMeta`], `samples.jsonl`
 //! [`SampleRecord`], the probe record [`ProbeRecord`], the trace record
-//! [`TraceRecord`], the jobs record).
+//! [`TraceRecord`], the jobs record) and the state journal
+//! (`restore.json`, [`Journal::read`], which `numalab restore` replays).
 //!
 //! Properties: no panic on arbitrary or mutated documents; errors name the
 //! file (or spec origin); a spec never expands to more rows or samples
 //! than a run can hold (no allocation the text does not justify); in a
-//! torn `samples.jsonl` exactly the complete lines count.
+//! torn `samples.jsonl` exactly the complete lines count; a journal reads
+//! only when every path it names is on the restore allowlist, else it is
+//! refused (exit 2) naming the file, whatever its bytes.
 
 mod prop_common;
 
 use numalab::experiment::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::experiment::spec::{ExperimentSpec, MAX_ROWS, MAX_SAMPLES};
 use numalab::probe::record::ProbeRecord;
+use numalab::sys::state::{allowed_instance, allowed_knob, Journal};
 use numalab::topology::{presets, Topology};
 use numalab::trace::record::TraceRecord;
-use prop_common::{apply, config, config_scaled, edits, noisy_text, within};
+use prop_common::{apply, apply_bytes, config, config_scaled, edits, noisy_text, within};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -251,6 +255,74 @@ proptest! {
             prop_assert_eq!(numalab::error::exit_code(&err), 2);
         }
     }
+}
+
+/// A journal as a run that traced, mounted debugfs and placed a task
+/// leaves it (every field set), the seed of the mutations below.
+const JOURNAL: &str = r#"{"pid":4242,"run_dir":"runs/r",
+ "originals":{"/proc/sys/kernel/numa_balancing":"1","/sys/kernel/debug/sched/migration_cost_ns":"500000"},
+ "mounted_debugfs":true,"tracefs_instances":["/sys/kernel/tracing/instances/numalab-4242"],
+ "mounted_tracefs":"/sys/kernel/tracing","root":"/",
+ "affinity":{"4243":{"tgid":4242,"start_time":12345,"cpus":"0-3"}}}"#;
+
+/// `Journal::read` on `bytes`: a journal whose every path is allowed, or a
+/// usage error (exit 2) naming the file; quick either way.
+fn check_journal(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restore.json");
+    std::fs::write(&path, bytes).unwrap();
+    match within(Duration::from_secs(2), "journal", || Journal::read(&path)) {
+        Ok(Some(j)) => {
+            prop_assert!(j.originals.keys().all(|k| allowed_knob(k)), "{:?}", j);
+            prop_assert!(j.tracefs_instances.iter().all(|i| allowed_instance(i)));
+            prop_assert!(j.check().is_ok());
+        }
+        Ok(None) => prop_assert!(false, "the journal exists"),
+        Err(e) => {
+            prop_assert_eq!(numalab::error::exit_code(&e), 2, "{}", e);
+            prop_assert!(e.to_string().contains(&path.display().to_string()), "{}", e);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config("prop_records"))]
+
+    #[test]
+    fn journals_never_panic(text in noisy_text()) {
+        check_journal(text.as_bytes())?;
+    }
+
+    #[test]
+    fn mutated_journals_read_only_allowed_paths(e in edits()) {
+        check_journal(&apply_bytes(JOURNAL.as_bytes(), &e))?;
+    }
+}
+
+/// The seed journal reads back as it was written.
+#[test]
+fn seed_journal_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restore.json");
+    std::fs::write(&path, JOURNAL).unwrap();
+    let j = Journal::read(&path).unwrap().unwrap();
+    assert_eq!(j.originals.len(), 2);
+    assert_eq!(j.affinity.len(), 1);
+}
+
+/// Found by the journal properties: a journal that was not UTF-8 (a torn
+/// or overwritten file) was an I/O error (exit 1, "stream did not contain
+/// valid UTF-8") instead of a corrupt journal (exit 2) like any other.
+#[test]
+fn journal_that_is_not_utf8_is_corrupt_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restore.json");
+    std::fs::write(&path, b"{\"pid\":1,\xff}").unwrap();
+    let e = Journal::read(&path).unwrap_err();
+    assert_eq!(numalab::error::exit_code(&e), 2, "{e}");
+    assert!(e.to_string().contains("is corrupt"), "{e}");
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
 }
 
 /// Found by this file's properties: `mem` and `cpu` lists of 3000 entries

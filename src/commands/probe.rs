@@ -65,3 +65,69 @@ pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::probe::kernels::Pattern;
+    use crate::probe::ThpMode;
+    use clap::Parser;
+
+    /// `ProbeSpec::child_args` is the one place that spells a child
+    /// probe's options (run's samples, jobs' jobs): whatever it writes, the
+    /// probe's own command line must read back as the same spec, or a
+    /// sample would run something else than its row asks for.
+    #[test]
+    fn child_args_parse_back_to_the_same_spec() {
+        let topo = crate::topology::presets::find("ia64-4n")
+            .unwrap()
+            .topology();
+        let base = ProbeSpec {
+            pattern: Pattern::Chase,
+            size_bytes: 3 << 20,
+            counts: 7,
+            cpu: CpuPlacement::Float,
+            mem: MemPlacement::Float,
+            pnid: None,
+            pnid_prctl: None,
+            thp: ThpMode::Off,
+            observe_every: 0,
+        };
+        let specs = [
+            base.clone(),
+            ProbeSpec {
+                pattern: Pattern::GatherAdd,
+                size_bytes: 4096 + 4096,
+                cpu: CpuPlacement::Node(3),
+                mem: MemPlacement::Bind(2),
+                thp: ThpMode::On,
+                observe_every: 4096,
+                ..base.clone()
+            },
+            ProbeSpec {
+                mem: MemPlacement::Preferred(1),
+                pnid: Some(1),
+                pnid_prctl: Some("77:v2025".into()),
+                ..base.clone()
+            },
+            ProbeSpec {
+                pattern: Pattern::SeqRw,
+                size_bytes: 1 << 30,
+                mem: MemPlacement::Interleave(IdSet::parse("0,2-3").unwrap()),
+                thp: ThpMode::System,
+                ..base
+            },
+        ];
+        for spec in specs {
+            let mut argv = vec!["numalab".to_string()];
+            argv.extend(spec.child_args());
+            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let Command::Probe(a) = cli.command else {
+                panic!("{argv:?} is not a probe command line")
+            };
+            assert!(a.json, "{argv:?}: a child prints its record as JSON");
+            assert_eq!(spec_from_args(&a, &topo).unwrap(), spec, "{argv:?}");
+        }
+    }
+}

@@ -202,12 +202,14 @@ impl Journal {
     /// parse, or names anything outside the allowlist, is an error (exit 2)
     /// that names the file and what is wrong.
     pub fn read(path: &Path) -> anyhow::Result<Option<Journal>> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        // Bytes, not a String: a journal that is not UTF-8 is as corrupt as
+        // one that is not JSON (exit 2), not an I/O error.
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let j: Journal = serde_json::from_str(&text).map_err(|e| {
+        let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
             usage(format!(
                 "journal {} is corrupt ({e}); inspect and delete it",
                 path.display()
