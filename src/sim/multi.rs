@@ -193,14 +193,16 @@ pub struct Multi<'a> {
     pub tasks: Vec<Task>,
     heap: BinaryHeap<At>,
     seq: u64,
-    /// Failed balance attempts and next due time per (CPU, level).
+    /// Failed balance attempts and the last periodic balance per (CPU,
+    /// level).
     pub failed: Vec<Vec<u32>>,
-    pub next_balance: Vec<Vec<f64>>,
+    pub last_balance: Vec<Vec<f64>>,
     pub newidle: Vec<Vec<NewIdleStats>>,
     /// Probes waiting (runnable, not running) anywhere.
     pub waiting: usize,
     alive: usize,
     ticks: u64,
+    events: u64,
 }
 
 impl<'a> Multi<'a> {
@@ -272,11 +274,12 @@ impl<'a> Multi<'a> {
             heap: BinaryHeap::new(),
             seq: 0,
             failed: vec![vec![0; levels]; m.len()],
-            next_balance: vec![vec![0.0; levels]; m.len()],
+            last_balance: vec![vec![f64::NEG_INFINITY; levels]; m.len()],
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             waiting: 0,
             alive: spec.jobs.len(),
             ticks: 0,
+            events: 0,
         }
     }
 
@@ -309,6 +312,13 @@ impl<'a> Multi<'a> {
 
     /// Runs every job to its exit.
     pub fn run(mut self) -> JobsResult {
+        self.begin();
+        while self.advance(u64::MAX) {}
+        self.result()
+    }
+
+    /// The workers as the load has them at time 0, the jobs exec'd.
+    pub fn begin(&mut self) {
         for c in 0..self.m.len() {
             let busy = self.load.busy(c, self.lt(0.0));
             if busy {
@@ -319,27 +329,45 @@ impl<'a> Multi<'a> {
             self.schedule_load(c);
         }
         for i in 0..self.tasks.len() {
-            super::multi_lb::exec_place(&mut self, i);
+            super::multi_lb::exec_place(self, i);
         }
         let first_tick = self.tick_ns;
         self.push(first_tick, Ev::Tick);
-        let mut events = 0u64;
-        while self.alive > 0 {
-            let Some(At(at, _, ev)) = self.heap.pop() else {
-                break;
-            };
-            events += 1;
-            if events > 2_000_000_000 {
-                break; // a model bug, not a result
+    }
+
+    /// Handles up to `max` events; false once every job has exited.
+    pub fn advance(&mut self, max: u64) -> bool {
+        for _ in 0..max {
+            if self.alive == 0 || self.events > 2_000_000_000 {
+                // (The second: a model bug, not a result.)
+                return false;
             }
+            let Some(At(at, _, ev)) = self.heap.pop() else {
+                return false;
+            };
+            self.events += 1;
             self.t = at;
             self.handle(ev);
         }
+        self.alive > 0
+    }
+
+    pub fn result(self) -> JobsResult {
         JobsResult {
             wall_ns: self.t as u64,
-            events,
+            events: self.events,
             jobs: self.tasks.into_iter().map(|t| t.res).collect(),
         }
+    }
+
+    /// Probes queued behind another entity, counted from the queues (what
+    /// `waiting` must equal).
+    pub fn queued_probes(&self) -> usize {
+        self.rqs
+            .iter()
+            .flat_map(|rq| rq.queue.iter())
+            .filter(|e| matches!(e, Ent::Task(_)))
+            .count()
     }
 
     fn schedule_load(&mut self, c: usize) {

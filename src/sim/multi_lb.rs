@@ -380,16 +380,19 @@ pub fn periodic(e: &mut Multi, rot: usize) {
             Kind::Busy
         };
         for level in 0..e.m.cpu_domains[c].len() {
-            if e.t < e.next_balance[c][level] {
-                continue;
-            }
+            // rebalance_domains(): due when the interval for the CPU's
+            // state now (busy_factor times longer while busy) has passed
+            // since the domain was last balanced.
             let d = e.m.cpu_domains[c][level];
             let factor = if kind == Kind::Busy { 16.0 } else { 1.0 };
             let iv = ((e.m.domains[d].interval_ns as f64 * factor) / tick)
                 .ceil()
                 .max(1.0)
                 * tick;
-            e.next_balance[c][level] = e.t + iv;
+            if e.t < e.last_balance[c][level] + iv {
+                continue;
+            }
+            e.last_balance[c][level] = e.t;
             if try_balance(e, c, level, kind) {
                 break;
             }

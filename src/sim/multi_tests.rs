@@ -221,3 +221,54 @@ fn overloaded_groups_even_out_their_load() {
         None
     );
 }
+
+#[test]
+fn a_cpu_busy_when_its_domain_came_due_balances_at_the_idle_interval_once_idle() {
+    // The bug: the next balance time was fixed when the CPU was busy
+    // (busy_factor x 16 the interval), so a CPU that went idle waited that
+    // long; rebalance_domains() measures the interval for the CPU's state
+    // at each tick from the last balance.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let s = spec(Vec::new(), false, 1);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    let mc = 1; // the LLC level of a CPU of this machine (SMT, MC, NUMA)
+    e.t = 1e9;
+    e.rqs[0].worker_busy = true;
+    e.rqs[0].curr = Some(Ent::Worker);
+    crate::sim::multi_lb::periodic(&mut e, 0);
+    assert_eq!(e.last_balance[0][mc], 1e9);
+    e.rqs[0].worker_busy = false;
+    e.rqs[0].curr = None;
+    let iv = m.domains[m.cpu_domains[0][mc]].interval_ns as f64;
+    e.t = 1e9 + iv + 4e6;
+    crate::sim::multi_lb::periodic(&mut e, 0);
+    assert_eq!(e.last_balance[0][mc], e.t, "due at the idle interval");
+}
+
+#[test]
+fn the_waiting_count_is_the_probes_queued_behind_others() {
+    // Newly-idle balancing is skipped while nothing waits, so the count
+    // must follow every queue operation: checked every 500 events through
+    // runs with sharing, moves, NUMA balancing and exits.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 60.0, PERIOD, m.span_count());
+    for seed in 1..4 {
+        let s = spec(float_jobs(&m, 150), true, seed);
+        let mut e = Multi::new(&m, &p, &lm, &s);
+        e.begin();
+        let mut checks = 0;
+        while e.advance(500) {
+            assert_eq!(e.waiting, e.queued_probes(), "seed {seed} at {}", e.t);
+            checks += 1;
+        }
+        assert!(checks > 10);
+        assert_eq!(e.waiting, 0);
+        let r = e.result();
+        assert!(r.jobs.iter().all(|j| j.iterations_ns.len() == 3));
+        let on_cpu: u64 = r.jobs.iter().flat_map(|j| j.run_ns.iter()).sum();
+        assert!(on_cpu <= r.wall_ns * m.len() as u64 + 150, "time adds up");
+    }
+}
