@@ -5,6 +5,9 @@
 #  2. a synthetic 1024-CPU, 16-node machine (2 sockets x 8 nodes x 4 LLCs x
 #     8 cores x 2 threads, SLIT 10/16/32): at least 1000x real time, i.e.
 #     simulated probe seconds per wall second.
+#  3. `jobs --backend sim` (no target yet, reported): 256 jobs on the EPYC
+#     preset and 1024 jobs on the synthetic machine, both under 50% load,
+#     as simulated job-seconds (the jobs' CPU time) per wall second.
 #
 #   bash bench/sim.sh
 set -euo pipefail
@@ -74,3 +77,23 @@ sim = float(re.search(r"simulated probes ([0-9.]+) s", sys.argv[3]).group(1))
 x = sim / wall
 print(("PASS" if x >= 1000 else "FAIL") + f"  {sim:.0f} simulated s in {wall:.2f} s wall = {x:.0f}x real time (>= 1000x)")
 PY
+
+jobs_bench() { # NAME ARGS...: one simulated jobs run, timed
+    local name=$1; shift
+    local start end
+    start=$(date +%s.%N)
+    $bin jobs --backend sim --format json "$@" >"$tmp/$name.json" 2>/dev/null
+    end=$(date +%s.%N)
+    python3 - "$start" "$end" "$tmp/$name.json" "$name" <<'PY'
+import json, sys
+wall = float(sys.argv[2]) - float(sys.argv[1])
+r = json.load(open(sys.argv[3]))
+cpu = sum(j["user_s"] for j in r["jobs"])
+print(f"{sys.argv[4]}: {r['n']} jobs, {r['elapsed_s']:.2f} simulated s elapsed, "
+      f"{cpu:.0f} job-seconds in {wall:.2f} s wall = {cpu / wall:.0f}x real time "
+      f"({r['sim']['events']} events)")
+PY
+}
+echo "== jobs --backend sim"
+jobs_bench epyc-256 256 --preset epyc-7551-8n --load 50
+jobs_bench big-1024 1024 --topology "$tmp/big.json" --load 50 --size 8M
