@@ -5,19 +5,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 fn numalab(args: &[&str], state: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NUMALAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::numalab_out(args, state)
 }
 
 const SMALL: &[&str] = &[

@@ -2,21 +2,13 @@
 //! record and renderings as a host run, one result per seed, nothing
 //! changed on this machine, and bad input refused before any work.
 
+mod common;
+
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 fn numalab(args: &[&str], state: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NUMALAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::numalab_out(args, state)
 }
 
 fn fixture(name: &str) -> String {
@@ -34,19 +26,15 @@ fn jobs_json(extra: &[&str], state: &Path) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
-#[test]
-fn eight_jobs_on_the_4node_smt_guest_each_stay_on_a_node_as_in_the_lab() {
-    // The lab's 4node-smt guest ran `numalab jobs 8 --size 8M --counts 3`
-    // with 7 of 8 jobs 100% on one node (the 8th moved once it had started
-    // under TCG's slow exec); with two CPUs per node and no load, nothing
-    // should make a job leave its node.
-    let state = tempfile::tempdir().unwrap();
+/// `jobs N --size 8M --counts 3` on the 4node-smt guest's topology with
+/// the lab-tcg profile, as the lab test ran it.
+fn lab_guest_jobs(n: &str, state: &Path) -> Value {
     let root = fixture("4node-smt");
-    let r = jobs_json(
+    jobs_json(
         &[
             "--sysfs-root",
             &root,
-            "8",
+            n,
             "--size",
             "8M",
             "--counts",
@@ -54,8 +42,18 @@ fn eight_jobs_on_the_4node_smt_guest_each_stay_on_a_node_as_in_the_lab() {
             "--profile",
             "lab-tcg",
         ],
-        state.path(),
-    );
+        state,
+    )
+}
+
+#[test]
+fn eight_jobs_on_the_4node_smt_guest_each_stay_on_a_node_as_in_the_lab() {
+    // The lab's 4node-smt guest ran `numalab jobs 8 --size 8M --counts 3`
+    // with 7 of 8 jobs 100% on one node (the 8th moved once it had started
+    // under TCG's slow exec); with two CPUs per node and no load, nothing
+    // should make a job leave its node.
+    let state = tempfile::tempdir().unwrap();
+    let r = lab_guest_jobs("8", state.path());
     assert_eq!(r["schema"], "numalab.jobs/1");
     assert_eq!(r["sim"]["model_version"], 1);
     let jobs = r["jobs"].as_array().unwrap();
@@ -85,21 +83,7 @@ fn eight_jobs_on_the_4node_smt_guest_each_stay_on_a_node_as_in_the_lab() {
 #[test]
 fn more_jobs_than_cpus_share_and_the_idle_cpus_take_the_waiting_ones() {
     let state = tempfile::tempdir().unwrap();
-    let root = fixture("4node-smt");
-    let r = jobs_json(
-        &[
-            "--sysfs-root",
-            &root,
-            "12",
-            "--size",
-            "8M",
-            "--counts",
-            "3",
-            "--profile",
-            "lab-tcg",
-        ],
-        state.path(),
-    );
+    let r = lab_guest_jobs("12", state.path());
     let jobs = r["jobs"].as_array().unwrap();
     let user: Vec<f64> = jobs.iter().map(|j| j["user_s"].as_f64().unwrap()).collect();
     let elapsed = r["elapsed_s"].as_f64().unwrap();

@@ -212,20 +212,8 @@ impl Sim {
             .filter(|(_, &p)| p > 0)
             .map(|(n, &p)| (node_id(n), p))
             .collect();
-        let total_pages: u64 = pages.values().sum();
-        let mem_node = pages
-            .iter()
-            .find(|(_, &p)| p * 2 > total_pages)
-            .map(|(&n, _)| n);
-        let all: Vec<Migration> = res
-            .moves
-            .iter()
-            .map(|mv| Migration {
-                t_ns: mv.t_ns,
-                from: id(mv.from),
-                to: id(mv.to),
-            })
-            .collect();
+        let mem_node = crate::sim::majority_node(&res.pages_after_warm_up).map(node_id);
+        let all: Vec<Migration> = crate::sim::migrations(m, &res.moves);
         let in_loop: Vec<Migration> = all
             .iter()
             .copied()

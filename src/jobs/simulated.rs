@@ -11,7 +11,7 @@
 //! charged to it there too: the model has no user/system split).
 
 use super::{HomeCpu, HomeSpec, Job, JobsRecord, SCHEMA};
-use crate::analysis::{self, Migration, Segment};
+use crate::analysis::{self, Segment};
 use crate::probe::{CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
 use crate::sim::multi::{self, JobResult, Multi};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
@@ -220,21 +220,8 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
 /// One job's row from what the simulator saw.
 fn job_row(topo: &Topology, m: &Machine, i: usize, r: &JobResult, home: Option<u32>) -> Job {
     let id = |c: usize| m.ids[c];
-    let pages = &r.pages_after_warm_up;
-    let total: u64 = pages.iter().sum();
-    let mem_node = pages
-        .iter()
-        .position(|&p| p * 2 > total)
-        .map(|n| m.node_ids[n]);
-    let moves: Vec<Migration> = r
-        .moves
-        .iter()
-        .map(|mv| Migration {
-            t_ns: mv.t_ns,
-            from: id(mv.from),
-            to: id(mv.to),
-        })
-        .collect();
+    let mem_node = crate::sim::majority_node(&r.pages_after_warm_up).map(|n| m.node_ids[n]);
+    let moves = crate::sim::migrations(m, &r.moves);
     // The start CPU's segment first: residency's start node is its node.
     let mut segments: Vec<Segment> = r
         .run_ns

@@ -296,21 +296,15 @@ impl<'a> Engine<'a> {
     /// Time per access and mean DRAM latency from each node, for where
     /// the pages are now.
     fn recompute_access(&mut self) {
-        let nodes = self.m.node_ids.len();
         let per_node = self.numa.buffer_pages_per_node().to_vec();
-        let total: u64 = per_node.iter().sum();
-        for n in 0..nodes {
-            let dram = if total == 0 {
-                self.p.dram_ns(10)
-            } else {
-                (0..nodes)
-                    .map(|k| per_node[k] as f64 * self.p.dram_ns(self.m.dist[n][k]))
-                    .sum::<f64>()
-                    / total as f64
-            };
-            self.dram_ns[n] = dram;
-            self.access_ns[n] = self.p.access_ns(self.spec.buffer_bytes, dram);
-        }
+        super::access_by_node(
+            self.p,
+            self.m,
+            &per_node,
+            self.spec.buffer_bytes,
+            &mut self.dram_ns,
+            &mut self.access_ns,
+        );
     }
 
     /// The probe's progress per ns now: accesses (or pages in warm-up).

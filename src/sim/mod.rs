@@ -25,6 +25,49 @@ pub use engine::{Cause, Move, SampleResult, SampleSpec};
 pub use machine::Machine;
 pub use profile::{Profile, MODEL_VERSION};
 
+/// A simulation's moves as the analysis layer counts them (CPU ids).
+pub fn migrations(m: &Machine, moves: &[Move]) -> Vec<crate::analysis::Migration> {
+    moves
+        .iter()
+        .map(|mv| crate::analysis::Migration {
+            t_ns: mv.t_ns,
+            from: m.ids[mv.from],
+            to: m.ids[mv.to],
+        })
+        .collect()
+}
+
+/// The node (index) holding more than half of the pages, if one does.
+pub fn majority_node(pages_per_node: &[u64]) -> Option<usize> {
+    let total: u64 = pages_per_node.iter().sum();
+    pages_per_node.iter().position(|&p| p * 2 > total)
+}
+
+/// Time per access and mean DRAM latency from each node (index) for a
+/// buffer of `ws` bytes whose pages are spread as `per_node` says.
+pub fn access_by_node(
+    p: &Profile,
+    m: &Machine,
+    per_node: &[u64],
+    ws: u64,
+    dram_ns: &mut [f64],
+    access_ns: &mut [f64],
+) {
+    let total: u64 = per_node.iter().sum();
+    for n in 0..per_node.len() {
+        let dram = if total == 0 {
+            p.dram_ns(10)
+        } else {
+            (0..per_node.len())
+                .map(|k| per_node[k] as f64 * p.dram_ns(m.dist[n][k]))
+                .sum::<f64>()
+                / total as f64
+        };
+        dram_ns[n] = dram;
+        access_ns[n] = p.access_ns(ws, dram);
+    }
+}
+
 /// The simulated kernel, as run.json and the jobs record name it.
 pub fn kernel_label(profile: &Profile) -> String {
     format!(

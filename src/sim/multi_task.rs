@@ -94,22 +94,16 @@ impl Multi<'_> {
     }
 
     pub(super) fn recompute_access(&mut self, i: usize) {
-        let nodes = self.m.node_ids.len();
         let task = &mut self.tasks[i];
         let per_node = task.numa.buffer_pages_per_node().to_vec();
-        let total: u64 = per_node.iter().sum();
-        for n in 0..nodes {
-            let dram = if total == 0 {
-                self.p.dram_ns(10)
-            } else {
-                (0..nodes)
-                    .map(|k| per_node[k] as f64 * self.p.dram_ns(self.m.dist[n][k]))
-                    .sum::<f64>()
-                    / total as f64
-            };
-            task.dram_ns[n] = dram;
-            task.access_ns[n] = self.p.access_ns(self.spec.buffer_bytes, dram);
-        }
+        crate::sim::access_by_node(
+            self.p,
+            self.m,
+            &per_node,
+            self.spec.buffer_bytes,
+            &mut task.dram_ns,
+            &mut task.access_ns,
+        );
     }
 
     pub(super) fn place_warm_pages(&mut self, i: usize, upto: f64) {

@@ -29,6 +29,21 @@ pub fn numalab(args: &[&str], state: &std::path::Path) -> (i32, String) {
     )
 }
 
+/// Runs numalab with `args` and the state directory `state`; returns its
+/// exit code, stdout and stderr.
+pub fn numalab_out(args: &[&str], state: &std::path::Path) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NUMALAB_STATE_DIR", state)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A test that cannot run here: prints SKIPPED with the reason, or fails
 /// when tools are required (CI).
 pub fn skip_or_fail(why: &str) {
