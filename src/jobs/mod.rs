@@ -107,6 +107,17 @@ pub struct HomeSpec {
     pub cpu: HomeCpu,
 }
 
+impl HomeSpec {
+    /// The record's `home`: "auto" or the node, then how CPUs follow it.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}",
+            self.node.map_or("auto".into(), |n| n.to_string()),
+            self.cpu.name()
+        )
+    }
+}
+
 /// How a job's CPUs follow its homenode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HomeCpu {
@@ -357,13 +368,7 @@ pub fn run(
         lost_events: captured.as_ref().map_or(0, |c| c.lost_events),
         notes,
         jobs: rows,
-        home: spec.home.as_ref().map(|h| {
-            format!(
-                "{} {}",
-                h.node.map_or("auto".into(), |n| n.to_string()),
-                h.cpu.name()
-            )
-        }),
+        home: spec.home.as_ref().map(HomeSpec::label),
         sim: None,
     })
 }

@@ -200,13 +200,7 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         lost_events: 0,
         notes,
         jobs: rows,
-        home: s.home.as_ref().map(|h| {
-            format!(
-                "{} {}",
-                h.node.map_or("auto".into(), |n| n.to_string()),
-                h.cpu.name()
-            )
-        }),
+        home: s.home.as_ref().map(HomeSpec::label),
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
             topology_source: s.source.clone(),

@@ -122,25 +122,32 @@ fn balancer(e: &mut Engine, x: usize, level: usize, group: usize, t: f64) -> Opt
         }
     }
     let smt_level = matches!(e.m.domains[e.m.cpu_domains[x][level]].kind, LevelKind::Smt);
-    let idle = |c: usize| c != e.cur && !e.busy(c, t);
+    let c = group_balancer(e.m, group, smt_level, |c| c != e.cur && !e.busy(c, t));
+    e.balancer_cache.insert(group, (t, c));
+    c
+}
+
+/// should_we_balance()'s CPU of group span `group`: its first idle CPU on
+/// an idle core (any idle CPU at the SMT level), else its first idle CPU,
+/// else its first CPU.
+pub fn group_balancer(
+    m: &super::machine::Machine,
+    group: usize,
+    smt_level: bool,
+    idle: impl Fn(usize) -> bool,
+) -> Option<usize> {
     let mut idle_smt = None;
-    let mut found = None;
-    for &c in e.m.span(group) {
+    for &c in m.span(group) {
         if !idle(c) {
             continue;
         }
-        if !smt_level && !e.m.siblings[c].iter().all(|&s| idle(s)) {
+        if !smt_level && !m.siblings[c].iter().all(|&s| idle(s)) {
             idle_smt.get_or_insert(c);
             continue;
         }
-        found = Some(c);
-        break;
+        return Some(c);
     }
-    let c = found
-        .or(idle_smt)
-        .or_else(|| e.m.span(group).first().copied());
-    e.balancer_cache.insert(group, (t, c));
-    c
+    idle_smt.or_else(|| m.span(group).first().copied())
 }
 
 /// migrate_degrades_locality(): 1 degrades, 0 improves, -1 no opinion.

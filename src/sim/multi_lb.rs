@@ -178,23 +178,9 @@ fn probes_on(e: &Multi, c: usize) -> Vec<usize> {
     w
 }
 
-/// should_we_balance(): the CPU of group `g` that balances its domain
-/// (the first idle CPU on an idle core, else the first idle CPU, else the
-/// first CPU).
+/// should_we_balance() with this engine's idle CPUs.
 fn balancer(e: &Multi, smt_level: bool, g: usize) -> Option<usize> {
-    let idle = |c: usize| e.rqs[c].nr_running() == 0;
-    let mut idle_smt = None;
-    for &c in e.m.span(g) {
-        if !idle(c) {
-            continue;
-        }
-        if !smt_level && !e.m.siblings[c].iter().all(|&s| idle(s)) {
-            idle_smt.get_or_insert(c);
-            continue;
-        }
-        return Some(c);
-    }
-    idle_smt.or_else(|| e.m.span(g).first().copied())
+    balance::group_balancer(e.m, g, smt_level, |c| e.rqs[c].nr_running() == 0)
 }
 
 /// One balance attempt by CPU `x` at its domain `level`; true when it

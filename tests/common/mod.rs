@@ -18,15 +18,8 @@ pub fn required() -> bool {
 /// Runs numalab with `args` and the state directory `state`; returns its
 /// exit code and stderr.
 pub fn numalab(args: &[&str], state: &std::path::Path) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NUMALAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (rc, _, err) = numalab_out(args, state);
+    (rc, err)
 }
 
 /// Runs numalab with `args` and the state directory `state`; returns its
