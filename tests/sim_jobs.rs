@@ -244,3 +244,95 @@ fn sim_only_options_and_what_the_sim_cannot_do_exit_2_before_any_work() {
         assert!(j["node_pct"][&home].as_f64().unwrap() > 99.0, "{j}");
     }
 }
+
+#[test]
+fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
+    // The two engines share the machine, the load, the cost model and the
+    // balancing rules; with one probe pinned to its memory's node they must
+    // agree on its time (docs/sim.md, "Against the run engine": 0.674 vs
+    // 0.683 s over 24 seeds). Floating, they differ by design (the jobs
+    // engine balances idle CPUs whenever due and pays refills per line
+    // touched); that is printed, not asserted.
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    std::fs::write(
+        &spec,
+        "samples = 16\nload = 60\nmem = [\"A\"]\ncpu = [\"A\", \"F\"]\n[[blocks]]\npnid = -1\nnb = 1\n\
+         [probe]\nsize = \"32M\"\ncounts = 5\npattern = \"gather-add\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("r");
+    let (rc, _, err) = numalab(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "xeon-8167m-2n",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        state.path(),
+    );
+    assert_eq!(rc, 0, "{err}");
+    let mut run: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for line in std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let cpu = v["probe"]["spec"]["cpu"].to_string();
+        run.entry(cpu)
+            .or_default()
+            .push(v["probe"]["timing"]["total_ns"].as_f64().unwrap() / 1e9);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let jobs = |cpu: &[&str]| -> Vec<f64> {
+        (1..=16)
+            .map(|seed| {
+                let seed = seed.to_string();
+                let mut a = vec![
+                    "1",
+                    "--preset",
+                    "xeon-8167m-2n",
+                    "--load",
+                    "60",
+                    "--seed",
+                    &seed,
+                    "--",
+                    "--membind",
+                    "0",
+                ];
+                a.extend_from_slice(cpu);
+                let r = jobs_json(&a, state.path());
+                r["jobs"][0]["loop_s"].as_f64().unwrap()
+            })
+            .collect()
+    };
+    let pinned = jobs(&["--cpunodebind", "0"]);
+    let floating = jobs(&[]);
+    let (mut run_pinned, mut run_float) = (None, None);
+    for (cpu, v) in &run {
+        if cpu.contains("node") {
+            run_pinned = Some(mean(v));
+        } else {
+            run_float = Some(mean(v));
+        }
+    }
+    let (rp, rf) = (run_pinned.unwrap(), run_float.unwrap());
+    println!(
+        "pinned: run {rp:.3} s, jobs {:.3} s; floating: run {rf:.3} s, jobs {:.3} s",
+        mean(&pinned),
+        mean(&floating)
+    );
+    assert!(
+        (mean(&pinned) / rp - 1.0).abs() < 0.03,
+        "pinned: run engine {rp:.3} s, jobs engine {:.3} s",
+        mean(&pinned)
+    );
+    assert!(mean(&floating) > mean(&pinned), "floating costs in both");
+    assert!(rf > rp);
+}
