@@ -203,6 +203,13 @@ pub struct JobsArgs {
     #[arg(long, value_enum, default_value = "agent", requires = "home")]
     pub home_cpu: crate::jobs::HomeCpu,
 
+    /// NUMA balancing while the jobs run, 0 or 1: kernel.numa_balancing is
+    /// set for the jobs and put back after (journaled, as `run` does); with
+    /// --backend sim, the simulated kernel's (default 1). Default: as the
+    /// machine has it.
+    #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub nb: Option<u8>,
+
     /// Seed of the simulation (--backend sim; default 1).
     #[arg(long)]
     pub seed: Option<u64>,

@@ -166,6 +166,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         lost_events: 0,
         notes: Vec::new(),
         home: None,
+        numa_balancing: None,
         sim: None,
         jobs,
     };

@@ -336,3 +336,37 @@ fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
     assert!(mean(&floating) > mean(&pinned), "floating costs in both");
     assert!(rf > rp);
 }
+
+#[test]
+fn nb_0_turns_the_simulated_numa_balancing_off() {
+    let state = tempfile::tempdir().unwrap();
+    let base = [
+        "12",
+        "--preset",
+        "xeon-8167m-2n",
+        "--load",
+        "60",
+        "--size",
+        "16M",
+        "--counts",
+        "8",
+    ];
+    let mut off = base.to_vec();
+    off.extend(["--nb", "0"]);
+    let r = jobs_json(&off, state.path());
+    assert_eq!(r["numa_balancing"], 0);
+    assert!(r["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("NUMA balancing off"));
+    for j in r["jobs"].as_array().unwrap() {
+        assert_eq!(j["causes"]["numa_balancing"], 0, "{j}");
+    }
+    let on = jobs_json(&base, state.path());
+    assert_eq!(on["numa_balancing"], 1, "the simulated kernel's default");
+    let (rc, _, err) = numalab(
+        &["jobs", "2", "--backend", "sim", "--nb", "2"],
+        state.path(),
+    );
+    assert_eq!(rc, 2, "{err}");
+}

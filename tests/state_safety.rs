@@ -432,3 +432,42 @@ fn restore_refuses_a_journal_naming_a_path_off_the_allowlist() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert!(state.join("restore.json").exists(), "kept for inspection");
 }
+
+/// `jobs --nb` sets kernel.numa_balancing for the jobs through the journal
+/// and puts it back; the record says what the jobs ran under.
+#[test]
+fn jobs_nb_sets_numa_balancing_for_the_jobs_and_puts_it_back() {
+    require!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let original = std::fs::read_to_string(NB).unwrap();
+    let flipped = if original.trim() == "0" { "1" } else { "0" };
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let out = Command::new(bin())
+        .args([
+            "jobs",
+            "2",
+            "--size",
+            "4M",
+            "--counts",
+            "1",
+            "--no-trace",
+            "--format",
+            "json",
+            "--nb",
+        ])
+        .arg(flipped)
+        .env("NUMALAB_STATE_DIR", &state)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["numa_balancing"].to_string(), flipped, "ran under --nb");
+    assert_eq!(std::fs::read_to_string(NB).unwrap(), original, "put back");
+    assert!(!state.join("restore.json").exists());
+}

@@ -267,6 +267,7 @@ fn jobs() -> JobsRecord {
         lost_events: 0,
         notes: vec!["an example note".into()],
         home: None,
+        numa_balancing: None,
         sim: None,
         jobs: vec![
             job(1, &[(0, 100.0)], 0, 0),

@@ -126,6 +126,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
             load: a.load,
             home,
             seed: a.seed.unwrap_or(1),
+            nb: a.nb.unwrap_or(1),
         })?;
         if let Some(out) = &a.out {
             state::write_atomic(out, render::json(&rec).as_bytes())?;
@@ -154,6 +155,13 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if !a.no_trace {
         crate::trace::tracefs::Tracefs::preflight().map_err(no_tracing)?;
     }
+    if a.nb.is_some() && !state::writable(state::NUMA_BALANCING) {
+        return Err(usage(format!(
+            "--nb: {} is not writable here (setting it needs root and a kernel with NUMA \
+             balancing); leave --nb out to run under the machine's setting",
+            state::NUMA_BALANCING
+        )));
+    }
     let lock = StateLock::acquire(&state::state_dir(), "numalab jobs")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
@@ -170,6 +178,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         tracefs,
         buffer_kb: a.buffer_kb,
         home,
+        nb: a.nb,
     };
     // Progress on a terminal only: jobs finished of N, elapsed (indicatif).
     let bar = std::io::stderr().is_terminal().then(|| {

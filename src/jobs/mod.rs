@@ -76,6 +76,10 @@ pub struct JobsRecord {
     /// ("agent", "pin", "float"); absent without --home.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<String>,
+    /// kernel.numa_balancing while the jobs ran (the simulated kernel's for
+    /// --backend sim); absent where it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing: Option<u8>,
     /// `--backend sim`: the simulation behind the record; absent for a run
     /// on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +99,8 @@ pub struct JobsSpec {
     pub buffer_kb: u32,
     /// Homenodes for the jobs (`--home`).
     pub home: Option<HomeSpec>,
+    /// `--nb`: kernel.numa_balancing set for the jobs (through the guard).
+    pub nb: Option<u8>,
 }
 
 /// `jobs --home`: every job gets a homenode (one node for all, or chosen
@@ -160,6 +166,13 @@ pub fn run(
     mut progress: impl FnMut(u32, u32, f64),
 ) -> anyhow::Result<JobsRecord> {
     let exe = std::env::current_exe().context("finding the numalab executable")?;
+    if let Some(v) = spec.nb {
+        guard.set(crate::sys::state::NUMA_BALANCING, &v.to_string())?;
+    }
+    let numa_balancing = guard
+        .read(crate::sys::state::NUMA_BALANCING)
+        .ok()
+        .and_then(|v| v.trim().parse::<u8>().ok());
     let load = if spec.load > 0.0 {
         Some(crate::load::Load::start(&crate::load::LoadSpec {
             percent: spec.load,
@@ -254,6 +267,11 @@ pub fn run(
     }
 
     let mut notes = Vec::new();
+    if let Some(v) = spec.nb {
+        notes.push(format!(
+            "kernel.numa_balancing was set to {v} for the jobs (--nb) and put back after"
+        ));
+    }
     let traced: BTreeMap<u32, TaskTrace> = match &captured {
         Some(c) => {
             let mem: BTreeMap<u32, Option<u32>> = jobs
@@ -369,6 +387,7 @@ pub fn run(
         notes,
         jobs: rows,
         home: spec.home.as_ref().map(HomeSpec::label),
+        numa_balancing,
         sim: None,
     })
 }

@@ -255,6 +255,7 @@ mod tests {
                 job(2, &[(1, 37.5), (3, 62.5)], 3, 1),
             ],
             home: None,
+            numa_balancing: None,
             sim: None,
         }
     }

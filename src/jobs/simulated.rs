@@ -4,7 +4,7 @@
 //! work on it unchanged.
 //!
 //! The simulated kernel is the one `run --backend sim` simulates (6.12 with
-//! our PNID patch, NUMA balancing on, its default knobs). A job's time per
+//! our PNID patch, its default knobs; NUMA balancing on unless `--nb 0`). A job's time per
 //! node is its simulated on-CPU time, its migrations every move the
 //! simulator made (classified by the topology as the trace's are), its
 //! "user time" its on-CPU time (fault handling and page migration are
@@ -42,6 +42,8 @@ pub struct SimJobs<'a> {
     pub load: f64,
     pub home: Option<HomeSpec>,
     pub seed: u64,
+    /// The simulated kernel.numa_balancing (0 or 1).
+    pub nb: u8,
 }
 
 /// sysctl_sched_migration_cost's default, ns (as `run --backend sim`).
@@ -134,7 +136,7 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
-            enabled: true,
+            enabled: s.nb > 0,
             ..NumaKnobs::default()
         },
         migration_cost_ns: MIGRATION_COST_NS,
@@ -159,12 +161,13 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         .map(|(i, r)| job_row(s.topo, &m, i, r, job_homes.as_ref().map(|h| h[i])))
         .collect();
     let mut notes = vec![format!(
-        "simulated: {} on {} ({} events, seed {}); NUMA balancing on; \
+        "simulated: {} on {} ({} events, seed {}); NUMA balancing {}; \
          memory bandwidth and shared-cache contention between jobs are not modelled",
         crate::sim::kernel_label(&s.profile),
         s.source,
         res.events,
-        s.seed
+        s.seed,
+        if s.nb > 0 { "on" } else { "off (--nb 0)" }
     )];
     if let Some(h) = &s.home {
         let on_home: Vec<f64> = rows
@@ -201,6 +204,7 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         notes,
         jobs: rows,
         home: s.home.as_ref().map(HomeSpec::label),
+        numa_balancing: Some(s.nb),
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
             topology_source: s.source.clone(),
