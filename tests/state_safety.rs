@@ -437,7 +437,7 @@ fn restore_refuses_a_journal_naming_a_path_off_the_allowlist() {
 /// and puts it back; the record says what the jobs ran under.
 #[test]
 fn jobs_nb_sets_numa_balancing_for_the_jobs_and_puts_it_back() {
-    require!();
+    require!("/usr/bin/setpriv");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let original = std::fs::read_to_string(NB).unwrap();
     let flipped = if original.trim() == "0" { "1" } else { "0" };
@@ -470,4 +470,29 @@ fn jobs_nb_sets_numa_balancing_for_the_jobs_and_puts_it_back() {
     assert_eq!(rec["numa_balancing"].to_string(), flipped, "ran under --nb");
     assert_eq!(std::fs::read_to_string(NB).unwrap(), original, "put back");
     assert!(!state.join("restore.json").exists());
+    // An ordinary user is refused before anything starts or is written.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args([
+            "jobs",
+            "2",
+            "--size",
+            "4M",
+            "--counts",
+            "1",
+            "--no-trace",
+            "--nb",
+        ])
+        .arg(flipped)
+        .env("NUMALAB_STATE_DIR", tmp.path().join("user-state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--nb") && err.contains("not writable"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("user-state").exists());
 }
