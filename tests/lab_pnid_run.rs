@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{lab, record, sections};
+use common::{jsonl, lab, record, sections};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -59,13 +59,6 @@ echo @@fsamples; cat /tmp/f/samples.jsonl
 echo @@end
 "#
     )
-}
-
-fn jsonl(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// One cell's samples: cross-node moves and % time away from node A.

@@ -30,7 +30,7 @@
 
 mod common;
 
-use common::{lab, sections};
+use common::{jsonl, lab, sections};
 use numalab::stats::Sample;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -86,13 +86,6 @@ echo @@end
 "#,
         spec(case, case.lab_samples)
     )
-}
-
-fn jsonl(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// One row's samples, one value per sample.

@@ -284,7 +284,7 @@ pub fn nohz_idle_balance(e: &mut Engine) {
         }
         // Intervals are whole jiffies.
         let d = e.m.cpu_domains[y][level];
-        let iv = ((e.m.domains[d].interval_ns as f64) / tick).ceil().max(1.0) * tick;
+        let iv = e.m.domains[d].balance_interval_ns(tick, 1.0);
         e.next_balance[y][level] = t + iv;
         if try_pull(e, y, level, Kind::Idle) {
             return;

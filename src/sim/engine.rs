@@ -370,11 +370,7 @@ impl<'a> Engine<'a> {
         let other = self.numa.other_pages;
         let nodes = self.m.node_ids.len();
         for i in from..to {
-            let node = match &self.spec.mem {
-                MemPolicy::Float => self.m.node[self.cur],
-                MemPolicy::Bind(n) => *n,
-                MemPolicy::Interleave(ns) => ns[i % ns.len().max(1)],
-            };
+            let node = self.spec.mem.first_touch(i, self.m.node[self.cur]);
             self.numa.place(other + i, node.min(nodes - 1));
         }
         self.warm_pages_done = upto.max(self.warm_pages_done);
@@ -579,10 +575,7 @@ impl<'a> Engine<'a> {
     fn numa_scan(&mut self) {
         let node = self.m.node[self.cur];
         let out = self.numa.scan(self.t, node);
-        let cost = out.faults as f64 / self.numa.base_per_page.max(1) as f64
-            * self.p.kernel.hint_fault_us
-            * 1e3
-            + out.migrated as f64 * self.p.kernel.page_migrate_us * 1e3;
+        let cost = self.p.scan_cost_ns(&out, self.numa.base_per_page);
         if out.migrated > 0 {
             self.recompute_access();
         }

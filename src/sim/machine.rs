@@ -51,6 +51,15 @@ pub struct Domain {
 }
 
 impl Domain {
+    /// The balance interval in whole jiffies of `tick_ns`, times `factor`
+    /// (busy_factor while the CPU is busy, else 1).
+    pub fn balance_interval_ns(&self, tick_ns: f64, factor: f64) -> f64 {
+        ((self.interval_ns as f64 * factor) / tick_ns)
+            .ceil()
+            .max(1.0)
+            * tick_ns
+    }
+
     pub fn is_numa(&self) -> bool {
         matches!(self.kind, LevelKind::Numa(_))
     }

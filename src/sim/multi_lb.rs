@@ -208,22 +208,30 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         e.failed[x][level] = 0;
         return false;
     }
+    // Every group's numbers once: the domain's average, the busiest
+    // candidate and the local group all come from them.
+    let all: Vec<(usize, Stats)> = dom.groups.iter().map(|&g| (g, stats(e, g))).collect();
+    let of = |g: usize| {
+        all.iter()
+            .find(|(h, _)| *h == g)
+            .map(|(_, s)| *s)
+            .expect("a group of the domain")
+    };
     let (mut total, mut weight) = (0.0, 0usize);
-    for &g in &dom.groups {
-        let s = stats(e, g);
+    for (_, s) in &all {
         total += s.load;
         weight += s.g.weight;
     }
     let sd_avg = total / weight.max(1) as f64;
     let mut best: Option<(usize, Stats)> = None;
     for g in groups {
-        let s = stats(e, g);
+        let s = of(g);
         if best.as_ref().is_none_or(|(_, b)| busier(&s, b)) {
             best = Some((g, s));
         }
     }
     let (bg, busiest) = best.expect("a candidate group");
-    let local = stats(e, lg);
+    let local = of(lg);
     let Some(imb) = decide(&local, &busiest, sd_avg, dom, kind) else {
         e.failed[x][level] = 0;
         return false;
@@ -371,10 +379,7 @@ pub fn periodic(e: &mut Multi, rot: usize) {
             // since the domain was last balanced.
             let d = e.m.cpu_domains[c][level];
             let factor = if kind == Kind::Busy { 16.0 } else { 1.0 };
-            let iv = ((e.m.domains[d].interval_ns as f64 * factor) / tick)
-                .ceil()
-                .max(1.0)
-                * tick;
+            let iv = e.m.domains[d].balance_interval_ns(tick, factor);
             if e.t < e.last_balance[c][level] + iv {
                 continue;
             }

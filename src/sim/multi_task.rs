@@ -4,7 +4,6 @@
 //! A child module of [`super`], so it shares the engine's private state.
 
 use super::{Ent, Ev, Multi, Phase};
-use crate::sim::numa::MemPolicy;
 
 impl Multi<'_> {
     /// The task's progress per ns now.
@@ -114,11 +113,7 @@ impl Multi<'_> {
         let to = (upto as usize).min(task.buffer_pages);
         let other = task.numa.other_pages;
         for k in from..to {
-            let node = match &task.mem {
-                MemPolicy::Float => node_now,
-                MemPolicy::Bind(n) => *n,
-                MemPolicy::Interleave(ns) => ns[k % ns.len().max(1)],
-            };
+            let node = task.mem.first_touch(k, node_now);
             task.numa.place(other + k, node.min(nodes - 1));
         }
         task.warm_pages_done = upto.max(task.warm_pages_done);
@@ -198,10 +193,7 @@ impl Multi<'_> {
         let node = self.m.node[self.tasks[i].cpu];
         let t = self.t;
         let out = self.tasks[i].numa.scan(t, node);
-        let cost = out.faults as f64 / self.tasks[i].numa.base_per_page.max(1) as f64
-            * self.p.kernel.hint_fault_us
-            * 1e3
-            + out.migrated as f64 * self.p.kernel.page_migrate_us * 1e3;
+        let cost = self.p.scan_cost_ns(&out, self.tasks[i].numa.base_per_page);
         if out.migrated > 0 {
             self.recompute_access(i);
         }

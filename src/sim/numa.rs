@@ -52,6 +52,18 @@ pub enum MemPolicy {
     Interleave(Vec<usize>),
 }
 
+impl MemPolicy {
+    /// The node (index) buffer page `k` lands on at first touch, the task
+    /// running on node `node_now`.
+    pub fn first_touch(&self, k: usize, node_now: usize) -> usize {
+        match self {
+            MemPolicy::Float => node_now,
+            MemPolicy::Bind(n) => *n,
+            MemPolicy::Interleave(ns) => ns[k % ns.len().max(1)],
+        }
+    }
+}
+
 const UNSET: u8 = u8::MAX;
 
 #[derive(Debug, Clone)]

@@ -196,6 +196,14 @@ impl Profile {
         Ok(())
     }
 
+    /// What one NUMA scan's hinting faults (counted in base pages, charged
+    /// per page of `base_per_page` base pages) and page migrations cost the
+    /// task, ns.
+    pub fn scan_cost_ns(&self, out: &super::numa::ScanOutcome, base_per_page: u64) -> f64 {
+        out.faults as f64 / base_per_page.max(1) as f64 * self.kernel.hint_fault_us * 1e3
+            + out.migrated as f64 * self.kernel.page_migrate_us * 1e3
+    }
+
     /// DRAM latency at SLIT distance `d` (10 = local), ns.
     pub fn dram_ns(&self, d: u32) -> f64 {
         if d <= 10 {

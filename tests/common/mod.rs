@@ -37,6 +37,14 @@ pub fn numalab_out(args: &[&str], state: &std::path::Path) -> (i32, String, Stri
     )
 }
 
+/// The JSON objects among a text's lines (a guest's printed records).
+pub fn jsonl(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// A test that cannot run here: prints SKIPPED with the reason, or fails
 /// when tools are required (CI).
 pub fn skip_or_fail(why: &str) {
