@@ -93,8 +93,18 @@ if [ -n "$PNIDCTL" ]; then
     # started is forced, by pid, to the other node. With NUMA balancing on,
     # the forced node must win over the faults (which point at the memory)
     # and the task must end up there.
+    # NUMA balancing's first scan comes only after scan_delay_ms (1 s) of
+    # the task's CPU time plus one scan period (scan_period_min_ms, 1 s), and
+    # the move needs hinting faults after that: with the defaults a probe of
+    # a few seconds sees the move only when TCG's timing is kind (CI once
+    # saw no scan at all: numa_scan_seq 0). The test is about where the
+    # forced node sends the task, not about the scan's start-up delay, so
+    # the delays are cut to 100 ms and the probe runs 64 passes (7-20 s).
+    D=/sys/kernel/debug/sched/numa_balancing
+    echo 100 > $D/scan_delay_ms; echo 100 > $D/scan_period_min_ms
+    echo "knobs $(cat $D/scan_delay_ms) $(cat $D/scan_period_min_ms)"
     echo 1 > /proc/sys/kernel/numa_balancing
-    numalab probe --size 16M --counts 24 --json > /tmp/move.json 2>&1 &
+    numalab probe --size 16M --counts 64 --json > /tmp/move.json 2>&1 &
     P=$!
     sleep 1
     cpu=$(awk '{ print $39 }' /proc/$P/stat)
@@ -246,6 +256,7 @@ fn pnid_patch_on_the_lab_kernel() {
 
     // Forced to the node away from its memory, the probe ends up there.
     let mv = &s["move"];
+    assert_eq!(field(mv, "knobs"), "100 100", "scan delays not set: {mv}");
     let w: Vec<&str> = field(mv, "started").split_whitespace().collect();
     assert_eq!((w.len(), w[1], w[3]), (4, "forced", "ok"), "{mv}");
     let other: u64 = w[2].parse().unwrap();
