@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod run_args;
+pub use run_args::{BackendArgs, BackendKind, PnidVia, RunArgs};
+
 /// Measure, explain and predict NUMA placement on Linux.
 ///
 /// numalab shows the machine's NUMA topology, runs a NUMA-sensitive probe
@@ -210,6 +213,11 @@ pub struct JobsArgs {
     #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
     pub nb: Option<u8>,
 
+    /// The background load workers' memory policy (`load --help`): `local`
+    /// (MPOL_LOCAL) hides them from NUMA balancing, so none prefers a node.
+    #[arg(long, value_enum, default_value_t = crate::load::LoadPolicy::Default)]
+    pub load_policy: crate::load::LoadPolicy,
+
     /// Seed of the simulation (--backend sim; default 1).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -392,6 +400,13 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub observe_every: u32,
 
+    /// What the memory policy covers: `buffer` (mbind on the buffer) or
+    /// `process` (set_mempolicy for the whole probe, as `numactl --membind`
+    /// does). NUMA balancing scans no memory under an explicit policy, so
+    /// with `process` it sees none of the probe's pages at all.
+    #[arg(long, value_enum, default_value = "buffer")]
+    pub bind_scope: crate::sys::numa::PolicyScope,
+
     /// Print one JSON record (schema numalab.probe/1) instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -416,6 +431,14 @@ pub struct LoadArgs {
     /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "SECONDS", value_parser = positive_secs)]
     pub duration: Option<f64>,
+
+    /// The workers' memory policy. `default`: NUMA balancing scans their
+    /// stacks and each comes to prefer its own node; `local`: MPOL_LOCAL
+    /// (numactl --localalloc), invisible to NUMA balancing, so no worker
+    /// prefers a node (see docs/sim.md, "What the load looks like to NUMA
+    /// balancing").
+    #[arg(long, value_enum, default_value_t = crate::load::LoadPolicy::Default)]
+    pub policy: crate::load::LoadPolicy,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -452,190 +475,6 @@ fn positive_secs(s: &str) -> Result<f64, String> {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("{s:?} is not a positive number of seconds")),
     }
-}
-
-/// `NAME=VALUE` of a knob, checked like a spec file's.
-fn knob_arg(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: give NAME=VALUE"))?;
-    let one = std::collections::BTreeMap::from([(k.trim().to_string(), v.trim().to_string())]);
-    crate::experiment::knobs::check(&one).map_err(|e| e.to_string())?;
-    Ok((k.trim().to_string(), v.trim().to_string()))
-}
-
-/// How PNID rows set the preferred node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PnidVia {
-    Prctl,
-    Agent,
-}
-
-/// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
-fn pnid_token(s: &str) -> Result<String, String> {
-    let t = s.trim();
-    let ok = matches!(t, "-1" | "A" | "a" | "B" | "b") || t.parse::<u32>().is_ok();
-    if ok {
-        Ok(t.to_string())
-    } else {
-        Err(format!("{s:?} is not -1, A, B or a node number"))
-    }
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct RunArgs {
-    /// Experiment spec (TOML); command-line options override it.
-    #[arg(long, value_name = "FILE.toml")]
-    pub spec: Option<PathBuf>,
-
-    /// Continue the interrupted run in DIR (its spec and order are reused).
-    #[arg(long, value_name = "DIR",
-          conflicts_with_all = ["spec", "out", "backend", "preset", "topology", "profile"])]
-    pub resume: Option<PathBuf>,
-
-    /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-
-    /// Nodes A and B (default: the first two nodes with CPUs).
-    #[arg(long, value_name = "A,B")]
-    pub nodes: Option<String>,
-
-    /// Samples per row (default 64, as the RFC).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "precision")]
-    pub samples: Option<u32>,
-
-    /// Adaptive sampling: a row stops once the half-width of its mean's
-    /// 95% confidence interval is within P percent of the mean (at least
-    /// --min-samples, at most --max-samples a row). Rounds stay
-    /// interleaved in a seeded order.
-    #[arg(long, value_name = "P", value_parser = positive_pct, allow_hyphen_values = true)]
-    pub precision: Option<f64>,
-
-    /// With --precision: the fewest samples a row takes (at least 2).
-    #[arg(long, value_name = "N", requires = "precision",
-          value_parser = clap::value_parser!(u32).range(2..))]
-    pub min_samples: Option<u32>,
-
-    /// With --precision: the most samples a row takes.
-    #[arg(long, value_name = "N", requires = "precision",
-          value_parser = clap::value_parser!(u32).range(2..))]
-    pub max_samples: Option<u32>,
-
-    /// About a minute on a small machine: 4 samples, 128 MiB, 4 passes.
-    #[arg(long)]
-    pub quick: bool,
-
-    /// Background load percent on every CPU (default 60).
-    #[arg(long, value_parser = percent)]
-    pub load: Option<f64>,
-
-    /// sched migration_cost_ns values, each a separate block of rows.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub migration_cost_ns: Option<Vec<u64>>,
-
-    /// Keep only blocks with these numa_balancing values (e.g. `1`).
-    #[arg(long, value_name = "LIST", value_delimiter = ',',
-          value_parser = clap::value_parser!(u8).range(0..=1))]
-    pub nb: Option<Vec<u8>>,
-
-    /// Keep only blocks with these PNIDs (`-1`, `A`, `B`).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        allow_hyphen_values = true,
-        value_parser = pnid_token
-    )]
-    pub pnid: Option<Vec<String>>,
-
-    /// Mem values: A, B, F (float), I (interleave A,B) or node numbers.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub mem: Option<Vec<String>>,
-
-    /// CPU values: A, B, F or node numbers.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub cpu: Option<Vec<String>>,
-
-    /// Probe access pattern.
-    #[arg(long, value_enum)]
-    pub pattern: Option<crate::probe::Pattern>,
-
-    /// Probe buffer size.
-    #[arg(long)]
-    pub size: Option<crate::units::Size>,
-
-    /// Probe outer iterations.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub counts: Option<u32>,
-
-    /// Seed of the sample-order shuffle.
-    #[arg(long)]
-    pub seed: Option<u64>,
-
-    /// Trace every sample with the kernel's scheduler events (as `numalab
-    /// trace` does): records carry each sample's migrations by level and
-    /// cause and its time per node; the report adds the per-row breakdown
-    /// and how migrations correlate with time.
-    #[arg(long)]
-    pub trace: bool,
-
-    /// A knob every block's rows run under, NAME=VALUE (repeatable):
-    /// `kernel.numa_balancing_*`/`kernel.sched_*` sysctls or debugfs files
-    /// under `sched/`, e.g. `sched/numa_balancing/scan_delay_ms=4294967295`.
-    /// Per-block knobs go in the spec file (`knobs` of a block).
-    #[arg(long, value_name = "NAME=VALUE", value_parser = knob_arg)]
-    pub knob: Vec<(String, String)>,
-
-    /// PR_PREFERRED_NID option and layout for PNID rows (see `probe --help`).
-    #[arg(long, value_name = "NUMBER[:LAYOUT]", conflicts_with = "pnid_via")]
-    pub pnid_prctl: Option<String>,
-
-    /// How PNID rows set the preferred node: `prctl` (the kernel patch,
-    /// where the kernel has it) or `agent` (the user-space homenode agent of
-    /// `numalab home`, CPU soft affinity to the PNID node, on any kernel).
-    /// Recorded in run.json (`pnid_via`); --resume keeps the run's.
-    #[arg(long, value_enum, conflicts_with = "resume")]
-    pub pnid_via: Option<PnidVia>,
-
-    #[command(flatten)]
-    pub sim: BackendArgs,
-}
-
-/// Where results come from (`run` and `jobs`): this machine, or the
-/// simulator on a machine named by --preset/--topology.
-#[derive(Debug, Args, Clone)]
-pub struct BackendArgs {
-    /// Where results come from: `host` runs the probes on this machine
-    /// under real load; `sim` simulates them (scheduler, load balancer, NUMA
-    /// balancing, the PNID patch) on this machine's topology or on
-    /// --preset/--topology, in seconds, without root and changing nothing.
-    /// Same records and reports; see docs/sim.md.
-    #[arg(long, value_enum, default_value = "host")]
-    pub backend: BackendKind,
-
-    /// --backend sim: the machine to simulate (default: this one).
-    #[command(flatten)]
-    pub source: TopologySource,
-
-    /// --backend sim: the hardware profile, a built-in (xeon-8167m,
-    /// epyc-7551, lab-tcg, generic) or a TOML file (docs/sim.md); default:
-    /// the preset's own, else generic.
-    #[arg(long, value_name = "NAME|FILE.toml")]
-    pub profile: Option<String>,
-}
-
-impl BackendArgs {
-    /// Whether a simulated machine was named without `--backend sim`.
-    pub fn names_a_machine(&self) -> bool {
-        self.source.preset.is_some() || self.source.topology.is_some() || self.profile.is_some()
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendKind {
-    Host,
-    Sim,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -167,6 +167,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         notes: Vec::new(),
         home: None,
         numa_balancing: None,
+        load_policy: Default::default(),
         sim: None,
         jobs,
     };

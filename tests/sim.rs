@@ -257,3 +257,95 @@ fn sim_skips_rows_of_knobs_it_does_not_model() {
     assert!(stdout.contains("skipped"), "{stdout}");
     assert!(stdout.contains("sched_autogroup_enabled"), "{stdout}");
 }
+
+/// Records of a small simulated run on the Xeon preset: NB 1, memory bound
+/// to node 0, CPU floating, with `extra` options.
+fn xeon_bound_rows(extra: &[&str], out: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "run",
+        "--backend",
+        "sim",
+        "--preset",
+        "xeon-8167m-2n",
+        "--samples",
+        "4",
+        "--trace",
+        "--size",
+        "32M",
+        "--counts",
+        "40",
+        "--nb",
+        "1",
+        "--mem",
+        "0",
+        "--cpu",
+        "F",
+        "--out",
+    ];
+    args.push(out.to_str().unwrap());
+    args.extend(extra);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_process_wide_binding_hides_every_page_from_numa_balancing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = |scope: &str| -> Vec<u64> {
+        xeon_bound_rows(
+            &["--pnid=-1", "--bind-scope", scope],
+            &tmp.path().join(scope),
+        )
+        .iter()
+        .map(|s| {
+            s["probe"]["numa"]["sched"]["total_numa_faults"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+    };
+    // mbind hides the buffer; the stack and heap still take hinting faults.
+    assert!(
+        faults("buffer").iter().all(|&f| f > 0),
+        "{:?}",
+        faults("buffer")
+    );
+    // set_mempolicy hides them too.
+    assert!(
+        faults("process").iter().all(|&f| f == 0),
+        "{:?}",
+        faults("process")
+    );
+}
+
+#[test]
+fn a_forced_node_holds_the_probe_only_when_the_load_does_not_prefer_its_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cross = |policy: &str| -> f64 {
+        let s = xeon_bound_rows(
+            &["--pnid", "A", "--load-policy", policy],
+            &tmp.path().join(policy),
+        );
+        s.iter()
+            .map(|s| {
+                s["trace"]["task"]["migrations"]["cross_node"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .sum::<f64>()
+            / s.len() as f64
+    };
+    let (dflt, local) = (cross("default"), cross("local"));
+    eprintln!("cross-node moves per sample: default load {dflt:.1}, MPOL_LOCAL load {local:.1}");
+    // migrate_degrades_locality(): leaving the preferred node is bad only
+    // while the source runqueue runs a task that does not prefer it.
+    assert!(local < dflt * 0.3, "default {dflt:.1}, local {local:.1}");
+}

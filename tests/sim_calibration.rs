@@ -1,10 +1,11 @@
 //! The simulator against what it is calibrated and validated on (the
 //! numbers and their reading are in docs/sim.md):
 //! - the RFC's Intel table (../shared/seeds/preferred-node-affinity-rfc.txt,
-//!   Xeon 8167M, 64 samples per row), as ratios of each row to row [00]
-//!   since the RFC does not give its probe's size: the `xeon-8167m`
-//!   profile's calibrated values are `memory.cpu_ns` (from rows 00,01,03,04)
-//!   and nothing else, so the other 32 rows are predictions;
+//!   Xeon 8167M, 64 samples per row), as ratios of each row to row [00]:
+//!   two values are fitted, the `xeon-8167m` profile's `memory.cpu_ns` and
+//!   the RFC's probe size (which it does not give), on rows 00-05 (pinned
+//!   remote/local, and floating with NB 0); the other 30 rows are
+//!   predictions;
 //! - the lab's findings on a real kernel (docs/preferred-node.md: 2-node
 //!   guest, 60% load, 16 MiB x 8 probe), in direction: the tolerance says
 //!   how far the model is trusted, and the test prints every number.
@@ -57,35 +58,60 @@ fn per_row(s: &[serde_json::Value], rows: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The RFC's experiment as far as its text and traces pin it down (the
+/// reasoning is in docs/sim.md, "Calibration"): samples as long as its
+/// (row [00] took 136.5 s: 218 passes of the 66 MiB probe), memory bound
+/// for the whole process (its bound rows with NB 1 behave as NB 0), and a
+/// load NUMA balancing does not see (its NB 1 and PNID rows hold the probe
+/// on its node, 7-236 cross-node moves against ~1500).
+const RFC_EXPERIMENT: [&str; 13] = [
+    "--size",
+    "66M",
+    "--counts",
+    "218",
+    "--bind-scope",
+    "process",
+    "--load-policy",
+    "local",
+    "--preset",
+    "xeon-8167m-2n",
+    "--samples",
+    "8",
+    "--trace",
+];
+
+/// Rows the calibration fits: the pinned ones give remote/local, [02] and
+/// [05] (floating, NB 0, memory bound) the cost of moving.
+const FITTED: [usize; 6] = [0, 1, 3, 4, 2, 5];
+
 #[test]
 fn intel_profile_against_the_rfc_table() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = run(
-        &[
-            "run",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--samples",
-            "8",
-            "--trace",
-        ],
-        &tmp.path().join("x"),
-    );
+    let mut args = vec!["run", "--backend", "sim"];
+    args.extend(RFC_EXPERIMENT);
+    let s = run(&args, &tmp.path().join("x"));
     let rows = per_row(&s, 36);
     let base = rows[0].0;
+    let ratio = |i: usize| rows[i].0 / base;
+    let rfc = |i: usize| RFC_INTEL[i] / RFC_INTEL[0];
     let mut errs = Vec::new();
     eprintln!("row   sim/[00]  RFC/[00]   error  sim xnode/sample");
-    for (i, (t, x)) in rows.iter().enumerate() {
-        let (sim, rfc) = (t / base, RFC_INTEL[i] / RFC_INTEL[0]);
-        let err = sim / rfc - 1.0;
+    for (i, (_, x)) in rows.iter().enumerate() {
+        let err = ratio(i) / rfc(i) - 1.0;
         errs.push(err.abs());
         eprintln!(
-            "[{i:02}]  {sim:7.3}  {rfc:8.3}  {:+6.1}%  {x:8.1}",
-            100.0 * err
+            "[{i:02}]  {:7.3}  {:8.3}  {:+6.1}%  {x:8.1}{}",
+            ratio(i),
+            rfc(i),
+            100.0 * err,
+            if FITTED.contains(&i) {
+                "  (fitted)"
+            } else {
+                ""
+            }
         );
     }
+    eprintln!("[00] loop: {base:.1} s (the RFC's: 136.5 s)");
     // Rows pinned on both sides: placement is fixed, so the profile's
     // latencies alone decide; these must agree closely.
     for i in [0, 1, 3, 4, 9, 10, 12, 13, 18, 19, 21, 22, 27, 28, 30, 31] {
@@ -95,17 +121,17 @@ fn intel_profile_against_the_rfc_table() {
             100.0 * errs[i]
         );
     }
+    // The fit itself: [02] and [05] together.
+    let fit = (ratio(2) + ratio(5)) / (rfc(2) + rfc(5)) - 1.0;
+    assert!(fit.abs() < 0.02, "[02]+[05] off by {:.1}%", 100.0 * fit);
     // Mem F with the CPU pinned ([06] [07] [15] [16] [24] [25] [33] [34]):
     // numalab's probe binds its CPU before it touches its buffer, so first
     // touch puts the memory on the CPU's node and these rows run local; the
-    // RFC's run as if remote (its probe allocated before binding). A
-    // difference of probes, not of the model: left out of the summary.
+    // RFC's run as if remote, NB 1 or not. A difference of probes the RFC
+    // does not explain: left out of the summary.
     let probe_differs = [6, 7, 15, 16, 24, 25, 33, 34];
     for &i in &probe_differs {
-        assert!(
-            rows[i].0 < base * 1.1,
-            "[{i:02}] runs with local memory here"
-        );
+        assert!(ratio(i) < 1.1, "[{i:02}] runs with local memory here");
     }
     let mut sorted: Vec<f64> = errs
         .iter()
@@ -116,20 +142,80 @@ fn intel_profile_against_the_rfc_table() {
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let max = sorted[sorted.len() - 1];
+    let within = sorted.iter().filter(|e| **e < 0.05).count();
     eprintln!(
-        "28 rows: median |error| {:.1}%, max {:.1}%",
+        "28 rows: median |error| {:.1}%, max {:.1}%, {within} within 5%",
         100.0 * median,
         100.0 * max
     );
-    assert!(median < 0.10, "median error {:.1}%", 100.0 * median);
-    assert!(max < 0.30, "max error {:.1}%", 100.0 * max);
-    // The RFC's central observation: memory bound, CPU floating, is as bad
-    // as or worse than pinned away from the memory ([02] vs [00] and [01]).
-    assert!(rows[2].0 > rows[0].0 * 1.05, "[02] is slower than [00]");
+    assert!(median < 0.04, "median error {:.1}%", 100.0 * median);
+    assert!(max < 0.12, "max error {:.1}%", 100.0 * max);
+    // The RFC's findings. Memory bound, CPU floating, is worse than pinned
+    // away from the memory:
     assert!(
-        rows[2].1 > 50.0 && rows[0].1 < 3.0,
-        "[02] crosses nodes, [00] does not"
+        ratio(2) > ratio(1) && ratio(5) > ratio(3),
+        "float with memory bound is slower than pinned remote"
     );
+    // PNID with NB beats NB alone when memory is bound:
+    assert!(
+        ratio(20) < ratio(11) * 0.9 && ratio(32) < ratio(14) * 0.9,
+        "PNID on the memory's node beats NB alone"
+    );
+    // NB helps when both float:
+    assert!(ratio(17) < ratio(8) * 0.9, "NB helps when both float");
+    // The traces (two samples each in the RFC): floating rows with NB 0
+    // cross nodes 1500-1738 times; a forced node cuts that to 7-12.
+    for i in [2, 8] {
+        assert!(
+            (1200.0..2100.0).contains(&rows[i].1),
+            "[{i:02}] crosses nodes {:.0} times per sample (RFC: 1500-1738)",
+            rows[i].1
+        );
+    }
+    assert!(
+        rows[20].1 < rows[11].1 * 0.1,
+        "PNID cuts cross-node moves: [20] {:.0} vs [11] {:.0}",
+        rows[20].1,
+        rows[11].1
+    );
+}
+
+/// The same table with numalab's own experiment (its default 256 MiB x 4
+/// probe, memory bound with mbind, the default load): the workers prefer
+/// their nodes (tests/lab_load_policy.rs shows it on a real kernel), so a
+/// preferred node, forced or from NUMA balancing, holds nothing.
+#[test]
+fn with_numalabs_load_a_preferred_node_does_not_hold_the_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = run(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "xeon-8167m-2n",
+            "--samples",
+            "4",
+            "--trace",
+            "--pnid=-1,A",
+            "--nb",
+            "1",
+            "--mem",
+            "0,F",
+            "--cpu",
+            "F",
+        ],
+        &tmp.path().join("x"),
+    );
+    // Rows: [0] -1 M0, [1] -1 MF, [2] A=0 M0, [3] A=0 MF (all NB 1, CPU F).
+    let r = per_row(&s, 4);
+    for (i, (t, x)) in r.iter().enumerate() {
+        eprintln!("[{i}] {t:6.2} s  {x:7.1} cross-node moves per sample");
+    }
+    for (i, (_, x)) in r.iter().enumerate() {
+        assert!(*x > 50.0, "row {i} crosses nodes {x:.0} times");
+    }
+    assert!(r[2].1 > r[0].1 * 0.5, "PNID 0 barely changes the moves");
 }
 
 #[test]

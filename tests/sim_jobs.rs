@@ -370,3 +370,52 @@ fn nb_0_turns_the_simulated_numa_balancing_off() {
     );
     assert_eq!(rc, 2, "{err}");
 }
+
+/// Also the regression test for `jobs --backend sim -- --pnid N` refused on
+/// a host kernel without the patch: the simulated kernel has it built in.
+#[test]
+fn a_forced_node_holds_jobs_only_under_a_load_that_prefers_no_node() {
+    let state = tempfile::tempdir().unwrap();
+    let run = |policy: &str| {
+        let r = jobs_json(
+            &[
+                "4",
+                "--preset",
+                "xeon-8167m-2n",
+                "--load",
+                "60",
+                "--counts",
+                "40",
+                "--load-policy",
+                policy,
+                "--",
+                "--membind",
+                "0",
+                "--pnid",
+                "0",
+            ],
+            state.path(),
+        );
+        let jobs = r["jobs"].as_array().unwrap().clone();
+        let n = jobs.len() as f64;
+        let cross = jobs
+            .iter()
+            .map(|j| j["migrations"]["cross_node"].as_f64().unwrap())
+            .sum::<f64>()
+            / n;
+        let on_mem = jobs
+            .iter()
+            .map(|j| j["node_pct"]["0"].as_f64().unwrap_or(0.0))
+            .sum::<f64>()
+            / n;
+        (r, cross, on_mem)
+    };
+    let (d, d_cross, d_on) = run("default");
+    let (l, l_cross, l_on) = run("local");
+    eprintln!("default load: {d_cross:.1} cross-node moves per job, {d_on:.1}% on node 0");
+    eprintln!("MPOL_LOCAL load: {l_cross:.1} cross-node moves per job, {l_on:.1}% on node 0");
+    assert!(d.get("load_policy").is_none(), "the default is left out");
+    assert_eq!(l["load_policy"], "local");
+    assert!(d_cross > 5.0 && l_cross < d_cross * 0.3);
+    assert!(l_on > 99.0 && l_on > d_on);
+}

@@ -268,6 +268,7 @@ fn jobs() -> JobsRecord {
         notes: vec!["an example note".into()],
         home: None,
         numa_balancing: None,
+        load_policy: Default::default(),
         sim: None,
         jobs: vec![
             job(1, &[(0, 100.0)], 0, 0),

@@ -4,7 +4,7 @@
 use crate::cli::LoadArgs;
 use crate::error::usage;
 use crate::idset::IdSet;
-use crate::load::{procstat, Load, LoadSpec};
+use crate::load::{procstat, Load, LoadPolicy, LoadSpec};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ pub fn spec(
     percent: f64,
     cpus: Option<&str>,
     period_ms: f64,
+    policy: LoadPolicy,
     allowed: &IdSet,
 ) -> anyhow::Result<LoadSpec> {
     if !(0.0..=100.0).contains(&percent) || percent.is_nan() {
@@ -46,13 +47,20 @@ pub fn spec(
         percent,
         cpus,
         period: Duration::from_secs_f64(period_ms / 1000.0),
+        policy,
     })
 }
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
-    let spec = spec(a.percent, a.cpus.as_deref(), a.period_ms, &allowed)?;
+    let spec = spec(
+        a.percent,
+        a.cpus.as_deref(),
+        a.period_ms,
+        a.policy,
+        &allowed,
+    )?;
     if let Some(d) = a.duration {
         if d.is_nan() || d <= 0.0 {
             return Err(usage(format!("--duration {d}: must be positive")));

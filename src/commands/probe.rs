@@ -30,6 +30,7 @@ pub fn spec_from_args(a: &ProbeArgs, topo: &Topology) -> anyhow::Result<ProbeSpe
         pnid_prctl: a.pnid_prctl.clone(),
         thp: a.thp,
         observe_every: a.observe_every,
+        bind_scope: a.bind_scope,
     })
 }
 
@@ -72,6 +73,7 @@ mod tests {
     use crate::cli::{Cli, Command};
     use crate::probe::kernels::Pattern;
     use crate::probe::ThpMode;
+    use crate::sys::numa::PolicyScope;
     use clap::Parser;
 
     /// `ProbeSpec::child_args` is the one place that spells a child
@@ -93,6 +95,7 @@ mod tests {
             pnid_prctl: None,
             thp: ThpMode::Off,
             observe_every: 0,
+            bind_scope: PolicyScope::Buffer,
         };
         let specs = [
             base.clone(),
@@ -109,6 +112,7 @@ mod tests {
                 mem: MemPlacement::Preferred(1),
                 pnid: Some(1),
                 pnid_prctl: Some("77:v2025".into()),
+                bind_scope: PolicyScope::Process,
                 ..base.clone()
             },
             ProbeSpec {

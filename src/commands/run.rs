@@ -88,6 +88,12 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = a.counts {
         spec.probe.counts = v;
     }
+    if let Some(v) = a.bind_scope {
+        spec.probe.bind_scope = v;
+    }
+    if let Some(v) = a.load_policy {
+        spec.load_policy = v;
+    }
     if a.trace {
         spec.trace = true;
     }
@@ -166,7 +172,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let lock = StateLock::acquire(&state::state_dir(), "numalab run")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
-    let mut backend = Host::new(&topo, spec.load, a.pnid_prctl.clone())?;
+    let mut backend = Host::new(&topo, spec.load, spec.load_policy, a.pnid_prctl.clone())?;
     if via_agent {
         backend.pnid_via_agent(&topo);
     }

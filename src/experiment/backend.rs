@@ -200,6 +200,7 @@ impl Host {
     pub fn new(
         topo: &Topology,
         load_percent: f64,
+        load_policy: crate::load::LoadPolicy,
         pnid_prctl: Option<String>,
     ) -> anyhow::Result<Host> {
         Ok(Host {
@@ -208,6 +209,7 @@ impl Host {
                 percent: load_percent,
                 cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
                 period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
+                policy: load_policy,
             },
             pnid_prctl,
             trace: None,
@@ -271,6 +273,7 @@ pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         pnid_prctl: None,
         thp: p.thp,
         observe_every: p.observe_every,
+        bind_scope: p.bind_scope,
     }
 }
 

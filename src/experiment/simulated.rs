@@ -158,6 +158,8 @@ impl Sim {
             accesses_per_iteration: per_iter,
             iterations: p.counts,
             seed: seed_of(spec.seed, row.id, index),
+            scope: p.bind_scope,
+            load_policy: spec.load_policy,
         })
     }
 

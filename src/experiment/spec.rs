@@ -8,7 +8,9 @@
 
 use crate::error::usage;
 use crate::idset::IdSet;
+use crate::load::LoadPolicy;
 use crate::probe::{Pattern, ThpMode};
+use crate::sys::numa::PolicyScope;
 use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -77,6 +79,10 @@ pub struct ProbeParams {
     pub counts: u32,
     pub thp: ThpMode,
     pub observe_every: u32,
+    /// What a Mem row's policy covers: the buffer (mbind) or the whole
+    /// probe (set_mempolicy, as numactl --membind).
+    #[serde(skip_serializing_if = "PolicyScope::is_buffer")]
+    pub bind_scope: PolicyScope,
 }
 
 impl Default for ProbeParams {
@@ -87,6 +93,7 @@ impl Default for ProbeParams {
             counts: 4,
             thp: ThpMode::System,
             observe_every: 4096,
+            bind_scope: PolicyScope::Buffer,
         }
     }
 }
@@ -100,6 +107,9 @@ pub struct ExperimentSpec {
     pub samples: u32,
     /// Background load percent on every CPU.
     pub load: f64,
+    /// The load workers' memory policy (how NUMA balancing sees them).
+    #[serde(skip_serializing_if = "LoadPolicy::is_default")]
+    pub load_policy: LoadPolicy,
     /// Seed of the sample-order shuffle.
     pub seed: u64,
     /// sched migration_cost_ns values; each is a separate block of rows.
@@ -178,6 +188,7 @@ impl Default for ExperimentSpec {
             nodes: Vec::new(),
             samples: 64,
             load: 60.0,
+            load_policy: LoadPolicy::Default,
             seed: 1,
             migration_cost_ns: Vec::new(),
             blocks: vec![

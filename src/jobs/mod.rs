@@ -80,6 +80,9 @@ pub struct JobsRecord {
     /// --backend sim); absent where it could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_balancing: Option<u8>,
+    /// The load workers' memory policy; absent for the default.
+    #[serde(default, skip_serializing_if = "crate::load::LoadPolicy::is_default")]
+    pub load_policy: crate::load::LoadPolicy,
     /// `--backend sim`: the simulation behind the record; absent for a run
     /// on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +104,8 @@ pub struct JobsSpec {
     pub home: Option<HomeSpec>,
     /// `--nb`: kernel.numa_balancing set for the jobs (through the guard).
     pub nb: Option<u8>,
+    /// The load workers' memory policy.
+    pub load_policy: crate::load::LoadPolicy,
 }
 
 /// `jobs --home`: every job gets a homenode (one node for all, or chosen
@@ -178,6 +183,7 @@ pub fn run(
             percent: spec.load,
             cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
             period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
+            policy: spec.load_policy,
         })?)
     } else {
         None
@@ -388,6 +394,7 @@ pub fn run(
         jobs: rows,
         home: spec.home.as_ref().map(HomeSpec::label),
         numa_balancing,
+        load_policy: spec.load_policy,
         sim: None,
     })
 }

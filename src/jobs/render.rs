@@ -256,6 +256,7 @@ mod tests {
             ],
             home: None,
             numa_balancing: None,
+            load_policy: Default::default(),
             sim: None,
         }
     }

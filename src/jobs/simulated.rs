@@ -44,6 +44,8 @@ pub struct SimJobs<'a> {
     pub seed: u64,
     /// The simulated kernel.numa_balancing (0 or 1).
     pub nb: u8,
+    /// The load workers' memory policy.
+    pub load_policy: crate::load::LoadPolicy,
 }
 
 /// sysctl_sched_migration_cost's default, ns (as `run --backend sim`).
@@ -140,6 +142,8 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
             ..NumaKnobs::default()
         },
         migration_cost_ns: MIGRATION_COST_NS,
+        scope: s.probe.bind_scope,
+        load_policy: s.load_policy,
         buffer_bytes: s.probe.size_bytes,
         page_bytes: if s.probe.thp == ThpMode::On {
             2 << 20
@@ -205,6 +209,7 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         jobs: rows,
         home: s.home.as_ref().map(HomeSpec::label),
         numa_balancing: Some(s.nb),
+        load_policy: s.load_policy,
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
             topology_source: s.source.clone(),

@@ -34,6 +34,49 @@ pub struct LoadSpec {
     pub percent: f64,
     pub cpus: IdSet,
     pub period: Duration,
+    pub policy: LoadPolicy,
+}
+
+/// The memory policy each worker runs under. It decides how NUMA balancing
+/// sees the load, and through it how strongly the scheduler keeps another
+/// task on its preferred node: migrate_degrades_locality() calls leaving
+/// the preferred node bad only while the source runqueue runs a task that
+/// does not prefer that node (nr_running > nr_preferred_running).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadPolicy {
+    /// The default (migrate-on-fault) policy: NUMA balancing scans a
+    /// worker's stack, its hinting faults are all local, and once placed
+    /// it prefers its own CPU's node.
+    #[default]
+    Default,
+    /// MPOL_LOCAL, as under `numactl --localalloc`: the same placement, but
+    /// not migrate-on-fault, so a worker takes no hinting faults and never
+    /// prefers a node.
+    Local,
+}
+
+impl LoadPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == LoadPolicy::Default
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadPolicy::Default => "default",
+            LoadPolicy::Local => "local",
+        }
+    }
 }
 
 /// A running load; dropping it stops the workers.
@@ -55,24 +98,29 @@ impl Load {
             let stop = stop.clone();
             let busy = spec.period.mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
             let period = spec.period;
+            let policy = spec.policy;
             let offset = period * k as u32 / n;
             let (tx, rx) = std::sync::mpsc::channel();
             let handle = std::thread::Builder::new()
                 .name(format!("load-cpu{cpu}"))
                 .spawn(move || {
-                    let pinned = sys::set_affinity(0, &[cpu].into_iter().collect());
+                    let pinned = sys::set_affinity(0, &[cpu].into_iter().collect())
+                        .map_err(|e| format!("pinning a load worker to CPU {cpu}: {e}"))
+                        .and_then(|()| match policy {
+                            LoadPolicy::Default => Ok(()),
+                            LoadPolicy::Local => {
+                                sys::numa::set_mempolicy(&sys::numa::Policy::Local).map_err(|e| {
+                                    format!("MPOL_LOCAL for the load worker on CPU {cpu}: {e}")
+                                })
+                            }
+                        });
                     let _ = tx.send(pinned);
                     sys::set_timer_slack_ns(1);
                     worker(&stop, epoch + offset, period, busy);
                 })?;
             rx.recv()
-                .unwrap_or_else(|_| Err(std::io::Error::other("load worker died at start")))
-                .map_err(|e| {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!("pinning a load worker to CPU {cpu}: {e}"),
-                    )
-                })?;
+                .unwrap_or_else(|_| Err("load worker died at start".into()))
+                .map_err(std::io::Error::other)?;
             workers.push(handle);
         }
         Ok(Load {

@@ -19,6 +19,7 @@ pub use kernels::Pattern;
 
 use crate::error::usage;
 use crate::idset::IdSet;
+use crate::sys::numa::PolicyScope;
 use crate::topology::Topology;
 use crate::units::fmt_size;
 use serde::{Deserialize, Serialize};
@@ -84,6 +85,9 @@ pub struct ProbeSpec {
     pub thp: ThpMode,
     /// Accesses between self-observation checks; 0 turns it off.
     pub observe_every: u32,
+    /// What `mem`'s policy covers (absent in records from before it).
+    #[serde(default, skip_serializing_if = "PolicyScope::is_buffer")]
+    pub bind_scope: PolicyScope,
 }
 
 impl ProbeSpec {
@@ -113,6 +117,9 @@ impl ProbeSpec {
         }
         if let CpuPlacement::Node(n) = self.cpu {
             a.extend(["--cpunodebind".into(), n.to_string()]);
+        }
+        if !self.bind_scope.is_buffer() {
+            a.extend(["--bind-scope".into(), self.bind_scope.name().into()]);
         }
         if let Some(p) = self.pnid {
             a.extend(["--pnid".into(), p.to_string()]);

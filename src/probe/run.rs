@@ -11,7 +11,7 @@ use crate::analysis::{
     classify, parse_proc_sched_numa, parse_vmstat_numa, residency, vmstat_delta,
 };
 use crate::idset::IdSet;
-use crate::sys::{self, buffer::Thp, numa};
+use crate::sys::{self, buffer::Thp, numa, numa::PolicyScope};
 use crate::topology::Topology;
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -53,6 +53,18 @@ pub fn run(
         _ => None,
     };
 
+    let policy = match &spec.mem {
+        MemPlacement::Float => None,
+        MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
+        MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
+        MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
+    };
+    // The whole process: every allocation from here on, and for NUMA
+    // balancing every VMA without a policy of its own (as numactl sets it
+    // before exec; what this process touched before now stays where it is).
+    if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
+        numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
+    }
     let mut kernel = Kernel::map(spec.pattern, spec.size_bytes as usize)
         .with_context(|| format!("mapping a {} byte buffer", spec.size_bytes))?;
     for b in kernel.buffers() {
@@ -61,14 +73,8 @@ pub fn run(
             ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
             ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
         }
-        let policy = match &spec.mem {
-            MemPlacement::Float => None,
-            MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
-            MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
-            MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
-        };
-        if let Some(p) = policy {
-            numa::mbind(b.addr(), b.bytes(), &p).with_context(|| format!("mbind {p:?}"))?;
+        if let (Some(p), PolicyScope::Buffer) = (&policy, spec.bind_scope) {
+            numa::mbind(b.addr(), b.bytes(), p).with_context(|| format!("mbind {p:?}"))?;
         }
     }
 

@@ -35,6 +35,8 @@ use super::machine::Machine;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
 use super::profile::Profile;
 pub use super::rng::{hash3, Rng};
+use crate::load::LoadPolicy;
+use crate::sys::numa::PolicyScope;
 use crate::topology::Relation;
 
 /// Why the probe moved (the trace's causes).
@@ -70,6 +72,11 @@ pub struct SampleSpec {
     pub accesses_per_iteration: u64,
     pub iterations: u32,
     pub seed: u64,
+    /// What `mem` covers: the buffer, or the whole probe.
+    pub scope: PolicyScope,
+    /// The load workers' memory policy: under MPOL_LOCAL they never
+    /// prefer a node.
+    pub load_policy: LoadPolicy,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -196,7 +203,8 @@ impl<'a> Engine<'a> {
             page_bytes / 4096,
             &spec.mem,
             spec.forced,
-        );
+        )
+        .with_scope(spec.scope);
         let levels = m.cpu_domains.iter().map(|d| d.len()).max().unwrap_or(0);
         Engine {
             idle_starts: IdleStarts::new(load, &spec.allowed),
@@ -279,10 +287,13 @@ impl<'a> Engine<'a> {
     /// balancing on, a worker (a thread of the load process, pinned,
     /// touching only its own stack) has local faults only, so its first
     /// placement (after the scan delay and one scan period) makes its node
-    /// its preferred one, and it counts in nr_preferred_running.
+    /// its preferred one, and it counts in nr_preferred_running. Under
+    /// MPOL_LOCAL it takes no hinting faults and never prefers a node.
     pub fn workers_prefer_own_node(&self, t: f64) -> bool {
         let k = &self.numa.knobs;
-        k.enabled && t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
+        k.enabled
+            && self.spec.load_policy == LoadPolicy::Default
+            && t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
     }
 
     pub fn migration_cost_ns(&self) -> f64 {

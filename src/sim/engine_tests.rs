@@ -19,6 +19,8 @@ fn spec(m: &Machine, allowed: Vec<usize>, mem: MemPolicy, load: f64, seed: u64) 
         accesses_per_iteration: 1 << 20,
         iterations: 3,
         seed,
+        scope: crate::sys::numa::PolicyScope::Buffer,
+        load_policy: crate::load::LoadPolicy::Default,
     }
 }
 

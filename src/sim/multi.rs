@@ -28,6 +28,8 @@ use super::machine::Machine;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
 use super::profile::Profile;
 use super::rng::{hash3, Rng};
+use crate::load::LoadPolicy;
+use crate::sys::numa::PolicyScope;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -46,6 +48,11 @@ pub struct JobsSpec {
     pub jobs: Vec<Job>,
     pub numa: NumaKnobs,
     pub migration_cost_ns: f64,
+    /// What each job's memory policy covers (the buffer, or the process).
+    pub scope: PolicyScope,
+    /// The load workers' memory policy: under MPOL_LOCAL none prefers a
+    /// node.
+    pub load_policy: LoadPolicy,
     pub buffer_bytes: u64,
     pub page_bytes: u64,
     pub accesses_per_iteration: u64,
@@ -244,7 +251,8 @@ impl<'a> Multi<'a> {
                         page_bytes / 4096,
                         &j.mem,
                         j.forced,
-                    ),
+                    )
+                    .with_scope(spec.scope),
                     access_ns: vec![0.0; nodes],
                     dram_ns: vec![0.0; nodes],
                     warm_pages_done: 0.0,
@@ -307,7 +315,9 @@ impl<'a> Multi<'a> {
     /// makes its node the preferred one (see the one-probe engine).
     pub fn workers_prefer_own_node(&self) -> bool {
         let k = &self.spec.numa;
-        k.enabled && self.t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
+        k.enabled
+            && self.spec.load_policy == LoadPolicy::Default
+            && self.t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
     }
 
     /// Runs every job to its exit.

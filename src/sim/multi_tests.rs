@@ -21,6 +21,8 @@ fn spec(jobs: Vec<Job>, nb: bool, seed: u64) -> JobsSpec {
             ..NumaKnobs::default()
         },
         migration_cost_ns: 500_000.0,
+        scope: Default::default(),
+        load_policy: Default::default(),
         buffer_bytes: 8 << 20,
         page_bytes: 4096,
         accesses_per_iteration: 1 << 19,

@@ -18,6 +18,8 @@
 //! faulted memory (the forced node wins when set), and the scan period
 //! adapts as update_task_scan_period does.
 
+use crate::sys::numa::PolicyScope;
+
 /// What the sample asks of NUMA balancing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NumaKnobs {
@@ -78,6 +80,9 @@ pub struct Numa {
     /// Base (4 KiB) pages per page (512 with THP).
     pub base_per_page: u64,
     buffer_scanned: bool,
+    /// Whether the other pages (stack, heap) are scanned: not under a
+    /// process-wide explicit policy.
+    other_scanned: bool,
     pub forced: Option<usize>,
     pub preferred: Option<usize>,
     faults_mem: Vec<u64>,
@@ -125,6 +130,7 @@ impl Numa {
             counts: vec![0; nodes],
             base_per_page,
             buffer_scanned: matches!(policy, MemPolicy::Float),
+            other_scanned: true,
             forced,
             preferred: forced,
             faults_mem: vec![0; nodes],
@@ -143,6 +149,17 @@ impl Numa {
         };
         n.scan_period_ms = n.scan_min_ms(rss_mb);
         n
+    }
+
+    /// The memory policy's scope: set process-wide (set_mempolicy, as
+    /// `numactl --membind` sets it), an explicit policy covers every VMA
+    /// without one of its own, so task_numa_work() scans none of the
+    /// task's pages, not just the buffer.
+    pub fn with_scope(mut self, scope: PolicyScope) -> Numa {
+        if scope == PolicyScope::Process && !self.buffer_scanned {
+            self.other_scanned = false;
+        }
+        self
     }
 
     fn windows(&self, rss_mb: f64) -> f64 {
@@ -187,7 +204,11 @@ impl Numa {
     }
 
     fn scannable(&self, page: usize) -> bool {
-        page < self.other_pages || self.buffer_scanned
+        if page < self.other_pages {
+            self.other_scanned
+        } else {
+            self.buffer_scanned
+        }
     }
 
     /// task_numa_work() at time `t` with the task on node `cpu_node`, and

@@ -14,11 +14,55 @@ pub enum Policy {
     Preferred(u32),
     /// `--interleave LIST`: MPOL_INTERLEAVE
     Interleave(IdSet),
+    /// `--localalloc`: MPOL_LOCAL. Like the default policy it allocates on
+    /// the node of the CPU that touches a page, but it is not
+    /// migrate-on-fault: NUMA balancing scans no memory it covers.
+    Local,
+}
+
+/// What a memory policy covers. The difference matters to NUMA balancing:
+/// task_numa_work() scans only VMAs whose policy (the VMA's own, else the
+/// task's) is migrate-on-fault, and an explicit policy never is, so a
+/// process-wide one hides all of a task's memory from it (no hinting
+/// faults, no preferred node of its own), while a buffer's hides only the
+/// buffer.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyScope {
+    /// mbind(2) on the buffer only.
+    #[default]
+    Buffer,
+    /// set_mempolicy(2) for the whole task, as `numactl --membind` does.
+    Process,
+}
+
+impl PolicyScope {
+    pub fn is_buffer(&self) -> bool {
+        *self == PolicyScope::Buffer
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyScope::Buffer => "buffer",
+            PolicyScope::Process => "process",
+        }
+    }
 }
 
 const MPOL_PREFERRED: i32 = 1;
 const MPOL_BIND: i32 = 2;
 const MPOL_INTERLEAVE: i32 = 3;
+const MPOL_LOCAL: i32 = 4;
 
 /// Bits in the node masks passed to the kernel (its MAX_NUMNODES is <= 1024).
 const MASK_BITS: usize = 1024;
@@ -96,6 +140,7 @@ fn mode_and_mask(policy: &Policy) -> io::Result<(i32, Vec<libc::c_ulong>)> {
         Policy::Bind(n) => (MPOL_BIND, n.clone()),
         Policy::Preferred(n) => (MPOL_PREFERRED, [*n].into_iter().collect()),
         Policy::Interleave(n) => (MPOL_INTERLEAVE, n.clone()),
+        Policy::Local => (MPOL_LOCAL, IdSet::default()),
     };
     Ok((mode, node_mask(&nodes)?))
 }
@@ -140,6 +185,12 @@ impl PreparedPolicy {
     }
 }
 
+/// set_mempolicy(2): `policy` for the calling thread's future allocations
+/// and, for NUMA balancing, for every VMA of its own without a policy.
+pub fn set_mempolicy(policy: &Policy) -> io::Result<()> {
+    PreparedPolicy::new(policy)?.apply()
+}
+
 fn set_mempolicy_raw(mode: i32, mask: &[libc::c_ulong]) -> io::Result<()> {
     // SAFETY: `mask` holds MASK_BITS bits and lives across the call; the
     // kernel only reads it.
@@ -178,5 +229,44 @@ pub fn migrate_pages(pid: i32, from: &IdSet, to: &IdSet) -> io::Result<u64> {
         Err(io::Error::last_os_error())
     } else {
         Ok(rc as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's policy mode, from get_mempolicy(2).
+    fn mode() -> i32 {
+        let mut mode: i32 = -1;
+        // SAFETY: `mode` outlives the call; a NULL mask with maxnode 0 asks
+        // for the mode only.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut i32,
+                std::ptr::null_mut::<libc::c_ulong>(),
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        mode
+    }
+
+    #[test]
+    fn set_mempolicy_local_and_bind_read_back() {
+        // A thread of its own: the policy is per thread.
+        std::thread::spawn(|| {
+            assert_eq!(mode(), 0, "MPOL_DEFAULT to begin with");
+            set_mempolicy(&Policy::Local).unwrap();
+            assert_eq!(mode(), MPOL_LOCAL);
+            set_mempolicy(&Policy::Bind([0].into_iter().collect())).unwrap();
+            assert_eq!(mode(), MPOL_BIND);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(mode(), 0, "other threads keep theirs");
     }
 }

@@ -99,6 +99,7 @@ pub fn template() -> ProbeRecord {
         pnid_prctl: None,
         thp: ThpMode::System,
         observe_every: 64,
+        bind_scope: Default::default(),
     };
     let here =
         numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))
