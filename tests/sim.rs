@@ -261,12 +261,8 @@ fn sim_skips_rows_of_knobs_it_does_not_model() {
 /// Records of a small simulated run on the Xeon preset: NB 1, memory bound
 /// to node 0, CPU floating, with `extra` options.
 fn xeon_bound_rows(extra: &[&str], out: &std::path::Path) -> Vec<serde_json::Value> {
-    let mut args = vec![
-        "run",
-        "--backend",
-        "sim",
-        "--preset",
-        "xeon-8167m-2n",
+    let mut args = common::SIM_XEON_RUN.to_vec();
+    args.extend([
         "--samples",
         "4",
         "--trace",
@@ -280,20 +276,9 @@ fn xeon_bound_rows(extra: &[&str], out: &std::path::Path) -> Vec<serde_json::Val
         "0",
         "--cpu",
         "F",
-        "--out",
-    ];
-    args.push(out.to_str().unwrap());
+    ]);
     args.extend(extra);
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(out.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::run_samples(&args, out)
 }
 
 #[test]

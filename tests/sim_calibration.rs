@@ -10,8 +10,9 @@
 //!   guest, 60% load, 16 MiB x 8 probe), in direction: the tolerance says
 //!   how far the model is trusted, and the test prints every number.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+
+use common::run_samples as run;
 
 /// Avg of each row, in order (the RFC's table, seconds).
 const RFC_INTEL: [f64; 36] = [
@@ -19,20 +20,6 @@ const RFC_INTEL: [f64; 36] = [
     164.01, 138.01, 177.07, 165.70, 165.18, 148.91, 135.63, 162.38, 129.20, 161.71, 135.72, 155.07,
     163.42, 165.90, 140.45, 135.26, 166.22, 157.91, 162.08, 136.86, 131.85, 163.64, 165.94, 145.28,
 ];
-
-fn run(args: &[&str], out: &Path) -> Vec<serde_json::Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(out.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// Per row: mean loop time (s) and mean cross-node moves.
 fn per_row(s: &[serde_json::Value], rows: usize) -> Vec<(f64, f64)> {
@@ -187,24 +174,20 @@ fn intel_profile_against_the_rfc_table() {
 #[test]
 fn with_numalabs_load_a_preferred_node_does_not_hold_the_probe() {
     let tmp = tempfile::tempdir().unwrap();
+    let rows = [
+        "--samples",
+        "4",
+        "--trace",
+        "--pnid=-1,A",
+        "--nb",
+        "1",
+        "--mem",
+        "0,F",
+        "--cpu",
+        "F",
+    ];
     let s = run(
-        &[
-            "run",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--samples",
-            "4",
-            "--trace",
-            "--pnid=-1,A",
-            "--nb",
-            "1",
-            "--mem",
-            "0,F",
-            "--cpu",
-            "F",
-        ],
+        &[&common::SIM_XEON_RUN[..], &rows].concat(),
         &tmp.path().join("x"),
     );
     // Rows: [0] -1 M0, [1] -1 MF, [2] A=0 M0, [3] A=0 MF (all NB 1, CPU F).

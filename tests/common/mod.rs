@@ -45,6 +45,21 @@ pub fn jsonl(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `numalab run` on the simulated Xeon (the RFC's machine).
+pub const SIM_XEON_RUN: [&str; 5] = ["run", "--backend", "sim", "--preset", "xeon-8167m-2n"];
+
+/// `numalab ARGS --out OUT` (a run that must succeed) and its samples.
+pub fn run_samples(args: &[&str], out: &std::path::Path) -> Vec<Value> {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    jsonl(&std::fs::read_to_string(out.join("samples.jsonl")).unwrap())
+}
+
 /// A test that cannot run here: prints SKIPPED with the reason, or fails
 /// when tools are required (CI).
 pub fn skip_or_fail(why: &str) {
