@@ -293,13 +293,26 @@ impl Agent {
         } else {
             &original
         };
+        // A task may exit between the reading above and the change (a
+        // short-lived child): then there is nothing to take up.
+        let gone = |placer: &mut dyn Placer, r: anyhow::Result<()>| match r {
+            Ok(()) => Ok(false),
+            Err(_) if placer.get(tid).is_none() => Ok(true),
+            Err(e) => Err(e),
+        };
         let action = if inherited.is_some() && cur == *want {
             if cur != original {
-                placer.adopt(tgid, tid, &original)?;
+                let r = placer.adopt(tgid, tid, &original);
+                if gone(placer, r)? {
+                    return Ok(());
+                }
             }
             "track"
         } else {
-            placer.set(tgid, tid, want)?;
+            let r = placer.set(tgid, tid, want);
+            if gone(placer, r)? {
+                return Ok(());
+            }
             if mode == Mode::Narrow {
                 self.counts.narrowed += 1;
                 "narrow"

@@ -10,6 +10,18 @@ struct Fake {
     masks: BTreeMap<i32, IdSet>,
     journal: BTreeMap<i32, IdSet>,
     sets: Vec<(i32, String)>,
+    /// A task that exits the moment numalab changes or journals it.
+    exits_when_touched: Option<i32>,
+}
+
+impl Fake {
+    fn touch(&mut self, tid: i32) -> anyhow::Result<()> {
+        if self.exits_when_touched == Some(tid) {
+            self.masks.remove(&tid);
+            anyhow::bail!("task {tid}: no such task");
+        }
+        Ok(())
+    }
 }
 
 impl Placer for Fake {
@@ -17,6 +29,7 @@ impl Placer for Fake {
         self.masks.get(&tid).cloned()
     }
     fn set(&mut self, _: i32, tid: i32, cpus: &IdSet) -> anyhow::Result<()> {
+        self.touch(tid)?;
         let cur = self.masks.get(&tid).cloned().expect("a known task");
         self.journal.entry(tid).or_insert(cur);
         self.masks.insert(tid, cpus.clone());
@@ -24,6 +37,7 @@ impl Placer for Fake {
         Ok(())
     }
     fn adopt(&mut self, _: i32, tid: i32, original: &IdSet) -> anyhow::Result<()> {
+        self.touch(tid)?;
         self.journal.insert(tid, original.clone());
         Ok(())
     }
@@ -193,4 +207,37 @@ fn a_task_whose_cpuset_leaves_out_the_homenode_is_left_alone() {
     a.attach(&mut p, 10).unwrap();
     assert!(p.sets.is_empty());
     assert_eq!(a.counts.outside, 1);
+}
+
+/// The agent stopped with "task 127 of process 127: no such task" (lab_home,
+/// CI) when a new child exited between being read and being taken up.
+#[test]
+fn a_task_that_exits_while_being_taken_up_is_skipped_not_fatal() {
+    let tree = Tree::new();
+    tree.task(10, 10, "0-3");
+    tree.stat([0; 4], [0; 4]);
+    let mut p = Fake::default();
+    p.masks.insert(10, cpus("0-3"));
+    let mut a = agent(&tree);
+    a.attach(&mut p, 10).unwrap();
+    // Two children: 21 inherited the narrowed mask (journaled: adopt), 22
+    // did not (set); each exits as numalab touches it.
+    let t0 = Instant::now();
+    for (tid, mask) in [(21, "0-1"), (22, "0-3")] {
+        tree.task(tid, tid, mask);
+        p.masks.insert(tid, cpus(mask));
+        tree.children(10, 10, &format!("{tid} "));
+        p.exits_when_touched = Some(tid);
+        a.window_step(&mut p, t0).unwrap();
+        assert!(!p.journal.contains_key(&tid), "task {tid}");
+        tree.end(tid, tid);
+    }
+    // The ones that stay are followed as before.
+    p.exits_when_touched = None;
+    tree.task(23, 23, "0-3");
+    p.masks.insert(23, cpus("0-3"));
+    tree.children(10, 10, "23 ");
+    a.window_step(&mut p, t0 + Duration::from_millis(500))
+        .unwrap();
+    assert_eq!(p.masks[&23], cpus("0-1"));
 }
