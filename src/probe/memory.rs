@@ -2,11 +2,16 @@
 //! `--size 1T` or `jobs 1024` is an error (exit 2) instead of a trip to the
 //! OOM killer.
 //!
-//! The limit is the lower of MemAvailable (`proc/meminfo`) and the memory
-//! limit of this process's cgroup and each of its ancestors (cgroup v2
-//! `memory.max`, or v1 `memory.limit_in_bytes`, found through
-//! `proc/self/cgroup`); for memory bound to a node (`--membind`), also the
-//! node's MemFree (`sys/devices/system/node/nodeN/meminfo`). Everything is
+//! The limit is the lower of MemAvailable (`proc/meminfo`) and the room
+//! left in this process's cgroup and each of its ancestors: the memory
+//! limit (cgroup v2 `memory.max`, or v1 `memory.limit_in_bytes`, found
+//! through `proc/self/cgroup`) less the cgroup's working set, its usage
+//! (`memory.current`, v1 `memory.usage_in_bytes`) without the inactive
+//! file cache the kernel reclaims first (`inactive_file` in `memory.stat`,
+//! v1 `total_inactive_file`), as cAdvisor and `docker stats` count it. A
+//! usage that cannot be read leaves the limit whole. For memory bound to a
+//! node (`--membind`), also the node's MemFree
+//! (`sys/devices/system/node/nodeN/meminfo`). Everything is
 //! read through [`SysRoot`], so `--sysfs-root` fixtures stand in for the
 //! machine. A limit that cannot be read is not checked.
 //!
@@ -56,10 +61,20 @@ fn cgroup_limit(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
         let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
-        let (base, file) = if id == "0" && ctrl.is_empty() {
-            ("sys/fs/cgroup".to_string(), "memory.max")
+        let (base, file, usage, inactive) = if id == "0" && ctrl.is_empty() {
+            (
+                "sys/fs/cgroup",
+                "memory.max",
+                "memory.current",
+                "inactive_file",
+            )
         } else if ctrl.split(',').any(|c| c == "memory") {
-            ("sys/fs/cgroup/memory".to_string(), "memory.limit_in_bytes")
+            (
+                "sys/fs/cgroup/memory",
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+                "total_inactive_file",
+            )
         } else {
             continue;
         };
@@ -68,11 +83,21 @@ fn cgroup_limit(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
             let rel = format!("{base}{dir}/{file}");
             if let Some(v) = sys.read_opt(&rel)? {
                 // "max" (v2) or a huge number (v1) is no limit.
-                if let Ok(bytes) = v.trim().parse::<u64>() {
-                    if bytes < 1 << 60 && best.as_ref().is_none_or(|b| bytes < b.bytes) {
+                if let Ok(limit) = v.trim().parse::<u64>() {
+                    let used = working_set(sys, &format!("{base}{dir}"), usage, inactive)?;
+                    let bytes = limit.saturating_sub(used.unwrap_or(0));
+                    if limit < 1 << 60 && best.as_ref().is_none_or(|b| bytes < b.bytes) {
+                        let path = sys.path(&rel).display().to_string();
                         best = Some(Limit {
                             bytes,
-                            source: format!("{}", sys.path(&rel).display()),
+                            source: match used {
+                                Some(u) => format!(
+                                    "{path} {} less a working set of {} in use",
+                                    fmt_size(limit),
+                                    fmt_size(u)
+                                ),
+                                None => path,
+                            },
                         });
                     }
                 }
@@ -86,8 +111,35 @@ fn cgroup_limit(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
     Ok(best)
 }
 
-/// What the machine can give: the lower of MemAvailable and the cgroup
-/// limit; `None` when neither can be read.
+/// A cgroup's working set: `usage` less the `inactive` file pages of its
+/// memory.stat (which the kernel reclaims first); `None` when the usage
+/// cannot be read.
+fn working_set(
+    sys: &SysRoot,
+    dir: &str,
+    usage: &str,
+    inactive: &str,
+) -> Result<Option<u64>, SysfsError> {
+    let Some(used) = sys
+        .read_opt(&format!("{dir}/{usage}"))?
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    else {
+        return Ok(None);
+    };
+    let cache = sys
+        .read_opt(&format!("{dir}/memory.stat"))?
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == inactive).then(|| v.trim().parse::<u64>().ok())?
+            })
+        })
+        .unwrap_or(0);
+    Ok(Some(used.saturating_sub(cache)))
+}
+
+/// What the machine can give: the lower of MemAvailable and the room left
+/// in the cgroups; `None` when neither can be read.
 pub fn available(sys: &SysRoot) -> Result<Option<Limit>, SysfsError> {
     let avail = sys
         .read_opt("proc/meminfo")?
@@ -184,6 +236,103 @@ mod tests {
         assert!(l.source.ends_with("sys/fs/cgroup/a/memory.max"), "{l:?}");
         assert_eq!(margin(1 << 30), 64 << 20);
         assert_eq!(margin(100 << 20), 32 << 20);
+    }
+
+    /// The #8 audit's leftover: a cgroup near its limit was checked
+    /// against the whole limit. Now its working set is taken off (usage
+    /// less inactive file cache), at every level, v2 and v1.
+    #[test]
+    fn a_cgroup_near_its_limit_leaves_only_what_its_working_set_does_not_use() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |rel: &str, s: &str| {
+            let p = tmp.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        let sys = SysRoot::new(tmp.path());
+        w(
+            "proc/meminfo",
+            "MemAvailable: 8388608 kB
+",
+        );
+        w(
+            "proc/self/cgroup",
+            "0::/a/b
+",
+        );
+        w(
+            "sys/fs/cgroup/a/memory.max",
+            "1073741824
+",
+        );
+        // No usage readable: the limit, whole.
+        assert_eq!(available(&sys).unwrap().unwrap().bytes, 1 << 30);
+        // 700 MiB in use, 200 MiB of it inactive file cache: a 500 MiB
+        // working set, 524 MiB left.
+        w(
+            "sys/fs/cgroup/a/memory.current",
+            "734003200
+",
+        );
+        w(
+            "sys/fs/cgroup/a/memory.stat",
+            "anon 400000000
+file 300000000
+active_file 90000000
+inactive_file 209715200
+",
+        );
+        let l = available(&sys).unwrap().unwrap();
+        assert_eq!(l.bytes, 524 << 20, "{l:?}");
+        assert!(
+            l.source
+                .contains("memory.max 1 GiB less a working set of 500 MiB"),
+            "{l:?}"
+        );
+        // A child with more room of its own limit but a fuller parent: the
+        // least room wins; usage over the limit leaves none.
+        w(
+            "sys/fs/cgroup/a/b/memory.max",
+            "2147483648
+",
+        );
+        w(
+            "sys/fs/cgroup/a/b/memory.current",
+            "2200000000
+",
+        );
+        assert_eq!(available(&sys).unwrap().unwrap().bytes, 0);
+
+        // cgroup v1: usage_in_bytes and total_inactive_file.
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |rel: &str, s: &str| {
+            let p = tmp.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        let sys = SysRoot::new(tmp.path());
+        w(
+            "proc/self/cgroup",
+            "7:memory:/job
+",
+        );
+        w(
+            "sys/fs/cgroup/memory/job/memory.limit_in_bytes",
+            "536870912
+",
+        );
+        w(
+            "sys/fs/cgroup/memory/job/memory.usage_in_bytes",
+            "314572800
+",
+        );
+        w(
+            "sys/fs/cgroup/memory/job/memory.stat",
+            "inactive_file 1
+total_inactive_file 104857600
+",
+        );
+        assert_eq!(available(&sys).unwrap().unwrap().bytes, 312 << 20);
     }
 
     /// Found by tests/prop_sysfs.rs: `MemAvailable: 18014398509481984 kB`
