@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{lab, sections};
+use common::lab;
 
 const SCRIPT: &str = r#"
 echo 1 > /proc/sys/kernel/numa_balancing
@@ -63,8 +63,7 @@ fn load_workers_prefer_their_own_node_unless_under_mpol_local() {
         return;
     };
     eprintln!("--- guest output ---\n{}--- end ---", run.output);
-    let s = sections(&run.output);
-    assert!(s.contains_key("end"), "script did not finish");
+    let s = run.finished();
     for pol in ["default", "local"] {
         assert!(s[pol].contains("rc=0"), "load --policy {pol}: {}", s[pol]);
     }

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{lab, record, required, sections};
+use common::{lab, record, required};
 use std::path::Path;
 use std::process::Command;
 
@@ -148,12 +148,7 @@ fn pnid_patch_on_the_lab_kernel() {
         return;
     };
     eprintln!("--- guest output ---\n{}--- end ---", run.output);
-    let s = sections(&run.output);
-    assert!(
-        s.contains_key("end"),
-        "script did not finish:\n{}",
-        run.output
-    );
+    let s = run.finished();
 
     let k: Vec<&str> = s["kernel"].lines().collect();
     assert!(k[0].ends_with("-pnid"), "not the lab kernel: {k:?}");

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{jsonl, lab, sections};
+use common::{jsonl, lab};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 
@@ -59,12 +59,7 @@ fn a_forced_node_holds_the_probe_better_when_the_load_prefers_no_node() {
     let Some(run) = lab::run_on(Some(&kernel), "2node", &script(), 900) else {
         return;
     };
-    let s = sections(&run.output);
-    assert!(
-        s.contains_key("end"),
-        "script did not finish:\n{}",
-        run.output
-    );
+    let s = run.finished();
     for pol in ["default", "local"] {
         assert!(
             run.output.contains(&format!("{pol} rc=0")),

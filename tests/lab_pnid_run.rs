@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{jsonl, lab, record, sections};
+use common::{jsonl, lab, record};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -93,12 +93,7 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
     let Some(run) = lab::run_on(Some(&kernel), "2node", &script(4), 1800) else {
         return;
     };
-    let s = sections(&run.output);
-    assert!(
-        s.contains_key("end"),
-        "script did not finish:\n{}",
-        run.output
-    );
+    let s = run.finished();
 
     // The whole matrix: 36 rows, none skipped, every PNID row forced.
     assert!(run.output.contains("full rc=0"), "{}", run.output);

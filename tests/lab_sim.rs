@@ -30,7 +30,7 @@
 
 mod common;
 
-use common::{jsonl, lab, sections};
+use common::{jsonl, lab};
 use numalab::stats::Sample;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -318,12 +318,7 @@ fn compare(case: &Case) {
         return;
     };
     let lab_s = started.elapsed().as_secs_f64();
-    let s = sections(&run.output);
-    assert!(
-        s.contains_key("end"),
-        "{topo}: script did not finish:\n{}",
-        run.output
-    );
+    let s = run.finished();
     assert!(run.output.contains("run rc=0"), "{topo}: {}", run.output);
     let kernel = s["kernel"].trim().to_string();
     // NI_RANDOM or NO_NI_RANDOM is listed where the kernel has the feature.

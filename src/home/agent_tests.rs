@@ -109,6 +109,18 @@ fn agent(tree: &Tree) -> Agent {
     )
 }
 
+/// An agent following process 10 (CPUs 0-3, home CPUs 0-1), attached.
+fn started() -> (Tree, Fake, Agent) {
+    let tree = Tree::new();
+    tree.task(10, 10, "0-3");
+    tree.stat([0; 4], [0; 4]);
+    let mut p = Fake::default();
+    p.masks.insert(10, cpus("0-3"));
+    let mut a = agent(&tree);
+    a.attach(&mut p, 10).unwrap();
+    (tree, p, a)
+}
+
 #[test]
 fn places_widens_under_delay_and_brings_back_when_home_has_room() {
     let tree = Tree::new();
@@ -158,13 +170,7 @@ fn places_widens_under_delay_and_brings_back_when_home_has_room() {
 
 #[test]
 fn follows_new_threads_and_children_and_lets_go_of_self_placed_tasks() {
-    let tree = Tree::new();
-    tree.task(10, 10, "0-3");
-    tree.stat([0; 4], [0; 4]);
-    let mut p = Fake::default();
-    p.masks.insert(10, cpus("0-3"));
-    let mut a = agent(&tree);
-    a.attach(&mut p, 10).unwrap();
+    let (tree, mut p, mut a) = started();
     // A thread inheriting the narrowed mask, and a child process.
     tree.task(10, 12, "0-1");
     p.masks.insert(12, cpus("0-1"));
@@ -213,13 +219,7 @@ fn a_task_whose_cpuset_leaves_out_the_homenode_is_left_alone() {
 /// CI) when a new child exited between being read and being taken up.
 #[test]
 fn a_task_that_exits_while_being_taken_up_is_skipped_not_fatal() {
-    let tree = Tree::new();
-    tree.task(10, 10, "0-3");
-    tree.stat([0; 4], [0; 4]);
-    let mut p = Fake::default();
-    p.masks.insert(10, cpus("0-3"));
-    let mut a = agent(&tree);
-    a.attach(&mut p, 10).unwrap();
+    let (tree, mut p, mut a) = started();
     // Two children: 21 inherited the narrowed mask (journaled: adopt), 22
     // did not (set); each exits as numalab touches it.
     let t0 = Instant::now();

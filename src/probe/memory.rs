@@ -213,14 +213,21 @@ pub fn check_node(
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_lowest_limit_wins_and_names_its_file() {
+    /// A temporary root and a writer of files under it.
+    fn fixture() -> (tempfile::TempDir, impl Fn(&str, &str)) {
         let tmp = tempfile::tempdir().unwrap();
-        let w = |rel: &str, s: &str| {
-            let p = tmp.path().join(rel);
+        let root = tmp.path().to_path_buf();
+        let w = move |rel: &str, s: &str| {
+            let p = root.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, s).unwrap();
         };
+        (tmp, w)
+    }
+
+    #[test]
+    fn the_lowest_limit_wins_and_names_its_file() {
+        let (tmp, w) = fixture();
         let sys = SysRoot::new(tmp.path());
         assert_eq!(available(&sys).unwrap(), None);
         w(
@@ -243,12 +250,7 @@ mod tests {
     /// less inactive file cache), at every level, v2 and v1.
     #[test]
     fn a_cgroup_near_its_limit_leaves_only_what_its_working_set_does_not_use() {
-        let tmp = tempfile::tempdir().unwrap();
-        let w = |rel: &str, s: &str| {
-            let p = tmp.path().join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, s).unwrap();
-        };
+        let (tmp, w) = fixture();
         let sys = SysRoot::new(tmp.path());
         w(
             "proc/meminfo",
@@ -304,12 +306,7 @@ inactive_file 209715200
         assert_eq!(available(&sys).unwrap().unwrap().bytes, 0);
 
         // cgroup v1: usage_in_bytes and total_inactive_file.
-        let tmp = tempfile::tempdir().unwrap();
-        let w = |rel: &str, s: &str| {
-            let p = tmp.path().join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, s).unwrap();
-        };
+        let (tmp, w) = fixture();
         let sys = SysRoot::new(tmp.path());
         w(
             "proc/self/cgroup",

@@ -84,6 +84,20 @@ pub struct GuestRun {
     pub output: String,
 }
 
+impl GuestRun {
+    /// The output's `@@name` sections, of a script that reached `@@end`
+    /// (else a panic with the whole output).
+    pub fn finished(&self) -> std::collections::BTreeMap<String, String> {
+        let s = super::sections(&self.output);
+        assert!(
+            s.contains_key("end"),
+            "script did not finish:\n{}",
+            self.output
+        );
+        s
+    }
+}
+
 /// Runs `script` (busybox sh) as root in a guest of `topology`; `None` when
 /// the lab cannot run here (after printing SKIPPED), panics when it must.
 pub fn run(topology: &str, script: &str, timeout_s: u32) -> Option<GuestRun> {
