@@ -6,6 +6,14 @@
 //! numalab's default load, whose workers come to prefer their own nodes
 //! (tests/lab_load_policy.rs). This is the mechanism the simulator uses to
 //! read the RFC's PNID rows (docs/sim.md, "Calibration").
+//!
+//! Asserted: what must hold whatever the emulator's timing (every sample
+//! traced, the forced node in force in every PNID sample under both
+//! loads, each run under the load policy it names). Measured and printed,
+//! not asserted: where the time went. Under the MPOL_LOCAL load the forced
+//! node halved the probe's time off its memory in three runs and cut it by
+//! a fifth in a fourth (CI), so five samples per cell cannot hold a bound
+//! on four emulated vCPUs (docs/preferred-node.md has every run).
 
 mod common;
 
@@ -25,6 +33,8 @@ for pol in default local; do
 done
 echo @@default; cat /tmp/default/samples.jsonl
 echo @@local; cat /tmp/local/samples.jsonl
+echo @@defaultmeta; cat /tmp/default/run.json
+echo @@localmeta; cat /tmp/local/run.json
 echo @@end
 "#
     )
@@ -52,7 +62,7 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 #[test]
-fn a_forced_node_holds_the_probe_better_when_the_load_prefers_no_node() {
+fn a_forced_node_under_the_default_and_the_mpol_local_load() {
     let Some(kernel) = lab::pnid_kernel() else {
         return;
     };
@@ -66,6 +76,27 @@ fn a_forced_node_holds_the_probe_better_when_the_load_prefers_no_node() {
             "{}",
             run.output
         );
+    }
+    for pol in ["default", "local"] {
+        let meta: Value = serde_json::from_str(&s[&format!("{pol}meta")]).unwrap();
+        let named = meta["spec"]["load_policy"].as_str().unwrap_or("default");
+        assert_eq!(named, pol, "the run's recorded load policy");
+        for smp in jsonl(&s[pol]) {
+            assert!(smp["trace"]["task"].is_object(), "{pol}: untraced sample");
+            let sched = &smp["probe"]["numa"]["sched"];
+            if smp["row"] == 1 {
+                // PNID A: node A is forced, and is the preferred node.
+                let a = meta["node_a"].as_i64();
+                assert_eq!(
+                    sched["numa_preferred_nid_force"].as_i64(),
+                    a,
+                    "{pol}: {sched}"
+                );
+                assert_eq!(sched["numa_preferred_nid"].as_i64(), a, "{pol}: {sched}");
+            } else {
+                assert_eq!(sched["numa_preferred_nid_force"].as_i64(), Some(-1));
+            }
+        }
     }
     let d = cells(&jsonl(&s["default"]));
     let l = cells(&jsonl(&s["local"]));
@@ -95,22 +126,13 @@ fn a_forced_node_holds_the_probe_better_when_the_load_prefers_no_node() {
             );
         }
     }
-    // Asserted: where the time goes under the MPOL_LOCAL load, which
-    // moved by far more than the samples' spread in every run (PNID A
-    // 25.8%, 26.0%, 27.4% off A against 51.3%, 53.0%, 52.6% without; 6, 6
-    // and 5 samples). Printed: the same under the default load, where PNID
-    // A's samples spread from 25% to 63% (means 44.5%, 41.0%, 39.7%), too
-    // wide for 5 samples to hold a bound, and the cross-node move counts.
     let off = |c: &[(Vec<f64>, Vec<f64>); 2], row: usize| mean(&c[row].1);
     eprintln!(
-        "PNID A off A: {:.1}% under the MPOL_LOCAL load, {:.1}% under the default load",
+        "PNID A off A: {:.1}% under the MPOL_LOCAL load ({:.1}% without PNID), \
+         {:.1}% under the default load ({:.1}% without)",
         off(&l, 1),
-        off(&d, 1)
-    );
-    assert!(
-        off(&l, 1) < 0.75 * off(&l, 0),
-        "MPOL_LOCAL load: PNID A {:.1}% off A vs {:.1}% without",
-        off(&l, 1),
-        off(&l, 0)
+        off(&l, 0),
+        off(&d, 1),
+        off(&d, 0)
     );
 }
