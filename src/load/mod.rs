@@ -70,13 +70,6 @@ impl LoadPolicy {
     pub fn is_default(&self) -> bool {
         *self == LoadPolicy::Default
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadPolicy::Default => "default",
-            LoadPolicy::Local => "local",
-        }
-    }
 }
 
 /// A running load; dropping it stops the workers.

@@ -283,17 +283,12 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Whether the load's workers prefer their own node by `t`: with NUMA
-    /// balancing on, a worker (a thread of the load process, pinned,
-    /// touching only its own stack) has local faults only, so its first
-    /// placement (after the scan delay and one scan period) makes its node
-    /// its preferred one, and it counts in nr_preferred_running. Under
-    /// MPOL_LOCAL it takes no hinting faults and never prefers a node.
+    /// Whether the load's workers prefer their own node by `t`
+    /// ([`NumaKnobs::workers_prefer_own_node`]).
     pub fn workers_prefer_own_node(&self, t: f64) -> bool {
-        let k = &self.numa.knobs;
-        k.enabled
-            && self.spec.load_policy == LoadPolicy::Default
-            && t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
+        self.numa
+            .knobs
+            .workers_prefer_own_node(self.spec.load_policy, t)
     }
 
     pub fn migration_cost_ns(&self) -> f64 {

@@ -310,14 +310,12 @@ impl<'a> Multi<'a> {
         self.rqs[c].curr.is_some()
     }
 
-    /// Whether a worker prefers its own node by now: with NUMA balancing
-    /// on, its first placement (after the scan delay and one scan period)
-    /// makes its node the preferred one (see the one-probe engine).
+    /// Whether a worker prefers its own node by now
+    /// ([`NumaKnobs::workers_prefer_own_node`]).
     pub fn workers_prefer_own_node(&self) -> bool {
-        let k = &self.spec.numa;
-        k.enabled
-            && self.spec.load_policy == LoadPolicy::Default
-            && self.t >= (k.scan_delay_ms + k.scan_period_min_ms) * 1e6
+        self.spec
+            .numa
+            .workers_prefer_own_node(self.spec.load_policy, self.t)
     }
 
     /// Runs every job to its exit.

@@ -18,6 +18,7 @@
 //! faulted memory (the forced node wins when set), and the scan period
 //! adapts as update_task_scan_period does.
 
+use crate::load::LoadPolicy;
 use crate::sys::numa::PolicyScope;
 
 /// What the sample asks of NUMA balancing.
@@ -28,6 +29,21 @@ pub struct NumaKnobs {
     pub scan_period_min_ms: f64,
     pub scan_period_max_ms: f64,
     pub scan_size_mb: f64,
+}
+
+impl NumaKnobs {
+    /// Whether the load's workers prefer their own node by `t` (ns), for
+    /// both engines: with NUMA balancing on, a worker (a thread of the load
+    /// process, pinned, touching only its own stack) has local faults only,
+    /// so its first placement (after the scan delay and one scan period)
+    /// makes its node its preferred one, and it counts in
+    /// nr_preferred_running. Under MPOL_LOCAL it takes no hinting faults
+    /// and never prefers a node.
+    pub fn workers_prefer_own_node(&self, load: LoadPolicy, t: f64) -> bool {
+        self.enabled
+            && load == LoadPolicy::Default
+            && t >= (self.scan_delay_ms + self.scan_period_min_ms) * 1e6
+    }
 }
 
 impl Default for NumaKnobs {
