@@ -365,6 +365,14 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub counts: u32,
 
+    /// Keep running passes after --counts until this many seconds have
+    /// passed since the first one began: for watching the kernel act on a
+    /// running task (forcing it, tracing it), where what matters is how
+    /// long it runs, not how much work it does. Experiments compare run
+    /// times, so `run` and `jobs` keep a fixed pass count.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs, allow_negative_numbers = true)]
+    pub min_time: Option<f64>,
+
     /// Hard affinity to this node's CPUs (default: float).
     #[arg(long, value_name = "NODE")]
     pub cpunodebind: Option<u32>,

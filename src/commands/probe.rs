@@ -22,6 +22,7 @@ pub fn spec_from_args(a: &ProbeArgs, topo: &Topology) -> anyhow::Result<ProbeSpe
         pattern: a.pattern,
         size_bytes: a.size,
         counts: a.counts,
+        min_time_ns: a.min_time.map(|s| (s * 1e9) as u64),
         cpu: a
             .cpunodebind
             .map_or(CpuPlacement::Float, CpuPlacement::Node),
@@ -53,10 +54,13 @@ pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
     let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
     probe::memory::check(&sys, &topo, what, spec.size_bytes, bound)?;
     let quiet = args.json;
-    let counts = spec.counts;
+    let of = match spec.min_time_ns {
+        None => format!("/{}", spec.counts),
+        Some(ns) => format!(" (at least {}, and {} s)", spec.counts, ns as f64 / 1e9),
+    };
     let record = probe::run::run(&validated, &topo, |i, ns| {
         if !quiet {
-            eprintln!("  iteration {}/{}: {:.3} s", i + 1, counts, ns as f64 / 1e9);
+            eprintln!("  iteration {}{of}: {:.3} s", i + 1, ns as f64 / 1e9);
         }
     })?;
     if args.json {
@@ -89,6 +93,7 @@ mod tests {
             pattern: Pattern::Chase,
             size_bytes: 3 << 20,
             counts: 7,
+            min_time_ns: None,
             cpu: CpuPlacement::Float,
             mem: MemPlacement::Float,
             pnid: None,
@@ -112,6 +117,7 @@ mod tests {
                 mem: MemPlacement::Preferred(1),
                 pnid: Some(1),
                 pnid_prctl: Some("77:v2025".into()),
+                min_time_ns: Some(2_250_000_000),
                 bind_scope: PolicyScope::Process,
                 ..base.clone()
             },

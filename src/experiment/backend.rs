@@ -260,6 +260,7 @@ pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         pattern: p.pattern,
         size_bytes: p.size.bytes(),
         counts: p.counts,
+        min_time_ns: None,
         cpu: match row.cpu {
             RowCpu::Node(n) => CpuPlacement::Node(n),
             RowCpu::Float => CpuPlacement::Float,

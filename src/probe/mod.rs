@@ -76,6 +76,10 @@ pub struct ProbeSpec {
     pub pattern: Pattern,
     pub size_bytes: u64,
     pub counts: u32,
+    /// Passes go on after `counts` until this long after the first began
+    /// (`probe --min-time`); absent: exactly `counts` passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_ns: Option<u64>,
     pub cpu: CpuPlacement,
     pub mem: MemPlacement,
     /// The scheduler's preferred node (PR_PREFERRED_NID); -1 clears.
@@ -117,6 +121,9 @@ impl ProbeSpec {
         }
         if let CpuPlacement::Node(n) = self.cpu {
             a.extend(["--cpunodebind".into(), n.to_string()]);
+        }
+        if let Some(ns) = self.min_time_ns {
+            a.extend(["--min-time".into(), format!("{}", ns as f64 / 1e9)]);
         }
         if !self.bind_scope.is_buffer() {
             a.extend(["--bind-scope".into(), self.bind_scope.name().into()]);

@@ -96,7 +96,9 @@ pub fn run(
     obs.check();
     let loop_start_ns = obs.now_ns();
     let loop_start = Instant::now();
-    for i in 0..spec.counts {
+    let min_time = std::time::Duration::from_nanos(spec.min_time_ns.unwrap_or(0));
+    let mut i = 0;
+    while i < spec.counts || loop_start.elapsed() < min_time {
         let t0 = Instant::now();
         let mut left = per_pass;
         while left > 0 {
@@ -108,6 +110,7 @@ pub fn run(
         let ns = t0.elapsed().as_nanos() as u64;
         iterations_ns.push(ns);
         progress(i, ns);
+        i += 1;
     }
     let total_ns = loop_start.elapsed().as_nanos() as u64;
     let loop_end_ns = loop_start_ns + total_ns;
@@ -174,7 +177,7 @@ pub fn run(
         &observation.segments_between(loop_start_ns, loop_end_ns),
     );
 
-    let accesses = per_pass as u64 * spec.counts as u64;
+    let accesses = per_pass as u64 * iterations_ns.len() as u64;
     let numa = numa_start.finish();
     Ok(ProbeRecord {
         schema: SCHEMA.to_string(),

@@ -39,14 +39,19 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
     let mut out = String::new();
     let s = &r.spec;
     let t = &r.timing;
+    // Under --min-time the passes run are more than --counts asked.
+    let passes = t.iterations_ns.len();
     let _ = writeln!(
         out,
-        "probe: {}, {} buffer, {} iteration{} of {} accesses, pid {}",
+        "probe: {}, {} buffer, {} iteration{} of {} accesses{}, pid {}",
         s.pattern.name(),
         fmt_size(s.size_bytes),
-        s.counts,
-        if s.counts == 1 { "" } else { "s" },
+        passes,
+        if passes == 1 { "" } else { "s" },
         t.accesses_per_iteration,
+        s.min_time_ns
+            .map(|ns| format!(" (--min-time {} s)", ns as f64 / 1e9))
+            .unwrap_or_default(),
         r.pid
     );
     let cpu = match &s.cpu {

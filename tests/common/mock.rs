@@ -93,6 +93,7 @@ pub fn template() -> ProbeRecord {
         pattern: Pattern::RandRw,
         size_bytes: 4096,
         counts: 1,
+        min_time_ns: None,
         cpu: CpuPlacement::Float,
         mem: MemPlacement::Float,
         pnid: None,
