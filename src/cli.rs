@@ -218,7 +218,17 @@ pub struct JobsArgs {
     #[arg(long, value_enum, default_value_t = crate::load::LoadPolicy::Default)]
     pub load_policy: crate::load::LoadPolicy,
 
-    /// Seed of the simulation (--backend sim; default 1).
+    /// The background load's duty-cycle period in ms (`load --help`).
+    #[arg(long, value_name = "MS", default_value_t = crate::load::DEFAULT_PERIOD_MS)]
+    pub load_period_ms: f64,
+
+    /// When each load worker's busy part starts: `staggered` (in CPU
+    /// order) or `random` (drawn with --seed); see `run --help`.
+    #[arg(long, value_enum, default_value_t = crate::load::LoadPhases::Staggered)]
+    pub load_phases: crate::load::LoadPhases,
+
+    /// Seed of the simulation (--backend sim) and of `--load-phases
+    /// random` (default 1).
     #[arg(long)]
     pub seed: Option<u64>,
 
@@ -447,6 +457,16 @@ pub struct LoadArgs {
     /// balancing").
     #[arg(long, value_enum, default_value_t = crate::load::LoadPolicy::Default)]
     pub policy: crate::load::LoadPolicy,
+
+    /// When each worker's busy part starts: `staggered` (worker k, in CPU
+    /// order, k/n of a period late) or `random` (offsets drawn with
+    /// --seed, as load programs started independently).
+    #[arg(long, value_enum, default_value_t = crate::load::LoadPhases::Staggered)]
+    pub phases: crate::load::LoadPhases,
+
+    /// Seed of `--phases random`.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

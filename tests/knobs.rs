@@ -103,7 +103,11 @@ fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
         Path::new("run"),
         &root,
     );
-    let mut host = Host::new(&topo, 0.0, numalab::load::LoadPolicy::Default, None).unwrap();
+    let load0 = numalab::experiment::spec::ExperimentSpec {
+        load: 0.0,
+        ..Default::default()
+    };
+    let mut host = Host::new(&topo, &load0, None).unwrap();
 
     host.prepare(&rows[0], &mut guard).unwrap();
     assert_eq!(read(&root, delay), "4294967295");

@@ -168,6 +168,8 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         home: None,
         numa_balancing: None,
         load_policy: Default::default(),
+        load_period_ms: numalab::load::DEFAULT_PERIOD_MS,
+        load_phases: Default::default(),
         sim: None,
         jobs,
     };

@@ -67,7 +67,27 @@ fn a_load_under_mpol_local_runs_and_bad_policies_exit_2() {
         "local",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The load's other shape option, on the same path.
+    let o = numalab(&[
+        "load",
+        "--percent",
+        "10",
+        "--duration",
+        "0.2",
+        "--phases",
+        "random",
+        "--seed",
+        "7",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("random (seed 7)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     for args in [
+        &["load", "--phases", "sorted"][..],
+        &["run", "--quick", "--load-phases", "none"][..],
         &["load", "--policy", "bogus"][..],
         &["run", "--quick", "--load-policy", "none"][..],
         &["probe", "--bind-scope", "vma"][..],

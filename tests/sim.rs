@@ -214,6 +214,30 @@ fn sim_bad_input_exits_2_before_any_work() {
             ],
             "PNID patch",
         ),
+        (
+            vec![
+                "run",
+                "--backend",
+                "sim",
+                "--load-period-ms",
+                "20000",
+                "--out",
+                o,
+            ],
+            "load period 20000 ms",
+        ),
+        (
+            vec![
+                "run",
+                "--backend",
+                "sim",
+                "--load-phases",
+                "odd",
+                "--out",
+                o,
+            ],
+            "--load-phases",
+        ),
     ] {
         let (code, _, err) = numalab(&args, tmp.path());
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -333,4 +357,50 @@ fn a_forced_node_holds_the_probe_only_when_the_load_does_not_prefer_its_node() {
     // migrate_degrades_locality(): leaving the preferred node is bad only
     // while the source runqueue runs a task that does not prefer it.
     assert!(local < dflt * 0.3, "default {dflt:.1}, local {local:.1}");
+}
+
+#[test]
+fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
+    // Pinned to node A, the probe can only move within the node. With
+    // staggered phases the CPUs go idle in CPU order, at a fixed delay
+    // after one another, and the probe's SMT sibling goes idle just after
+    // the probe's own worker wakes: the sibling takes it most times. With
+    // random phases the next CPU to go idle is any of the node's, so
+    // other cores take it most times.
+    let tmp = tempfile::tempdir().unwrap();
+    let mix = |phases: &str| -> (f64, f64) {
+        let mut args = common::SIM_XEON_RUN.to_vec();
+        args.extend([
+            "--samples",
+            "2",
+            "--size",
+            "32M",
+            "--counts",
+            "20",
+            "--nb",
+            "0",
+            "--pnid=-1",
+            "--mem",
+            "A",
+            "--cpu",
+            "A",
+            "--load-phases",
+            phases,
+        ]);
+        let s = common::run_samples(&args, &tmp.path().join(phases));
+        let sum = |k: &str| -> f64 {
+            s.iter()
+                .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
+                .sum()
+        };
+        (sum("same_core"), sum("same_llc"))
+    };
+    let (core_s, llc_s) = mix("staggered");
+    let (core_r, llc_r) = mix("random");
+    eprintln!(
+        "moves to the SMT sibling / to other cores of the LLC: staggered {core_s} / {llc_s}, \
+         random {core_r} / {llc_r}"
+    );
+    assert!(core_s > 2.0 * llc_s, "staggered: {core_s} / {llc_s}");
+    assert!(llc_r > 5.0 * core_r, "random: {core_r} / {llc_r}");
 }

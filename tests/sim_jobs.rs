@@ -419,3 +419,39 @@ fn a_forced_node_holds_jobs_only_under_a_load_that_prefers_no_node() {
     assert!(d_cross > 5.0 && l_cross < d_cross * 0.3);
     assert!(l_on > 99.0 && l_on > d_on);
 }
+
+#[test]
+fn the_loads_period_and_phases_are_the_jobs_records_and_checked_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shaped = [
+        "4",
+        "--preset",
+        "xeon-8167m-2n",
+        "--size",
+        "8M",
+        "--counts",
+        "2",
+        "--load-period-ms",
+        "100",
+        "--load-phases",
+        "random",
+    ];
+    let r = jobs_json(&shaped, tmp.path());
+    assert_eq!(r["load_period_ms"], 100.0, "{r}");
+    assert_eq!(r["load_phases"], "random", "{r}");
+    // The seed draws the phases as it draws the rest: one result per seed.
+    let again = jobs_json(&shaped, tmp.path());
+    assert_eq!(r["jobs"], again["jobs"]);
+    // The defaults are left out, as in records from before them.
+    let d = jobs_json(&["2", "--size", "8M", "--counts", "1"], tmp.path());
+    assert!(d.get("load_period_ms").is_none() && d.get("load_phases").is_none());
+    for bad in ["0", "20000"] {
+        let (rc, out, err) = numalab(
+            &["jobs", "--backend", "sim", "2", "--load-period-ms", bad],
+            tmp.path(),
+        );
+        assert_eq!(rc, 2, "{bad}: {err}");
+        assert!(err.contains("--load-period-ms"), "{err}");
+        assert!(out.is_empty());
+    }
+}

@@ -269,6 +269,8 @@ fn jobs() -> JobsRecord {
         home: None,
         numa_balancing: None,
         load_policy: Default::default(),
+        load_period_ms: numalab::load::DEFAULT_PERIOD_MS,
+        load_phases: Default::default(),
         sim: None,
         jobs: vec![
             job(1, &[(0, 100.0)], 0, 0),

@@ -132,6 +132,19 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub load_policy: Option<crate::load::LoadPolicy>,
 
+    /// The background load's duty-cycle period in ms (default: `numalab
+    /// load`'s 20.618); see `load --help`.
+    #[arg(long, value_name = "MS")]
+    pub load_period_ms: Option<f64>,
+
+    /// When each load worker's busy part starts: `staggered` (worker k, in
+    /// CPU order, k/n of a period late; the default) or `random` (seeded
+    /// by --seed, as independently started load programs). With a
+    /// floating probe the phases decide which CPUs take it over, so they
+    /// shape the mix of moves (docs/sim.md, "The load's shape").
+    #[arg(long, value_enum)]
+    pub load_phases: Option<crate::load::LoadPhases>,
+
     /// Seed of the sample-order shuffle.
     #[arg(long)]
     pub seed: Option<u64>,

@@ -42,10 +42,17 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         crate::paths::check_output_file(out, "--out")?; // before the work, not after
     }
     let sim = a.sim.backend == crate::cli::BackendKind::Sim;
-    if !sim && (a.sim.names_a_machine() || a.seed.is_some()) {
+    let random_phases = a.load_phases == crate::load::LoadPhases::Random;
+    if !sim && (a.sim.names_a_machine() || (a.seed.is_some() && !random_phases)) {
         return Err(usage(
             "--preset, --topology, --profile and --seed choose the simulated machine: add --backend sim",
         ));
+    }
+    if !(0.1..=10_000.0).contains(&a.load_period_ms) {
+        return Err(usage(format!(
+            "--load-period-ms {}: must be between 0.1 and 10000",
+            a.load_period_ms
+        )));
     }
     let (topo, source, profile) = if sim {
         let (t, s, p) = super::topo::sim_machine(sysfs_root, &a.sim)?;
@@ -140,6 +147,8 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
             seed: a.seed.unwrap_or(1),
             nb: a.nb.unwrap_or(1),
             load_policy: a.load_policy,
+            load_period_ms: a.load_period_ms,
+            load_phases: a.load_phases,
         })?;
         if let Some(out) = &a.out {
             state::write_atomic(out, render::json(&rec).as_bytes())?;
@@ -193,6 +202,9 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         home,
         nb: a.nb,
         load_policy: a.load_policy,
+        load_period_ms: a.load_period_ms,
+        load_phases: a.load_phases,
+        seed: a.seed.unwrap_or(1),
     };
     // Progress on a terminal only: jobs finished of N, elapsed (indicatif).
     let bar = std::io::stderr().is_terminal().then(|| {

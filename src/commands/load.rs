@@ -4,19 +4,14 @@
 use crate::cli::LoadArgs;
 use crate::error::usage;
 use crate::idset::IdSet;
-use crate::load::{procstat, Load, LoadPolicy, LoadSpec};
+use crate::load::{procstat, Load, LoadSpec};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Builds a load spec from the command line, checked against the CPUs this
 /// process may use.
-pub fn spec(
-    percent: f64,
-    cpus: Option<&str>,
-    period_ms: f64,
-    policy: LoadPolicy,
-    allowed: &IdSet,
-) -> anyhow::Result<LoadSpec> {
+pub fn spec(a: &LoadArgs, allowed: &IdSet) -> anyhow::Result<LoadSpec> {
+    let (percent, period_ms) = (a.percent, a.period_ms);
     if !(0.0..=100.0).contains(&percent) || percent.is_nan() {
         return Err(usage(format!(
             "--percent {percent}: must be between 0 and 100"
@@ -27,7 +22,7 @@ pub fn spec(
             "--period-ms {period_ms}: must be between 0.1 and 10000"
         )));
     }
-    let cpus = match cpus {
+    let cpus = match a.cpus.as_deref() {
         None => allowed.clone(),
         Some(list) => {
             let set = IdSet::parse(list)?;
@@ -47,20 +42,16 @@ pub fn spec(
         percent,
         cpus,
         period: Duration::from_secs_f64(period_ms / 1000.0),
-        policy,
+        policy: a.policy,
+        phases: a.phases,
+        seed: a.seed,
     })
 }
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
-    let spec = spec(
-        a.percent,
-        a.cpus.as_deref(),
-        a.period_ms,
-        a.policy,
-        &allowed,
-    )?;
+    let spec = spec(a, &allowed)?;
     if let Some(d) = a.duration {
         if d.is_nan() || d <= 0.0 {
             return Err(usage(format!("--duration {d}: must be positive")));
@@ -71,10 +62,14 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let load = Load::start(&spec)?;
     eprintln!(
-        "load: {}% on CPUs {} (period {:.1} ms); Ctrl-C to stop",
+        "load: {}% on CPUs {} (period {:.1} ms, {} phases); Ctrl-C to stop",
         spec.percent,
         spec.cpus,
-        spec.period.as_secs_f64() * 1e3
+        spec.period.as_secs_f64() * 1e3,
+        match spec.phases {
+            crate::load::LoadPhases::Staggered => "staggered".to_string(),
+            crate::load::LoadPhases::Random => format!("random (seed {})", spec.seed),
+        }
     );
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
     while !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d) {

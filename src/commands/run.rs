@@ -94,6 +94,12 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if let Some(v) = a.load_policy {
         spec.load_policy = v;
     }
+    if let Some(v) = a.load_period_ms {
+        spec.load_period_ms = v;
+    }
+    if let Some(v) = a.load_phases {
+        spec.load_phases = v;
+    }
     if a.trace {
         spec.trace = true;
     }
@@ -172,7 +178,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let lock = StateLock::acquire(&state::state_dir(), "numalab run")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
-    let mut backend = Host::new(&topo, spec.load, spec.load_policy, a.pnid_prctl.clone())?;
+    let mut backend = Host::new(&topo, &spec, a.pnid_prctl.clone())?;
     if via_agent {
         backend.pnid_via_agent(&topo);
     }
@@ -235,7 +241,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
         }
     };
     let stop = Stop::on_signals()?;
-    let mut backend = Sim::new(&topo, &source, profile, spec.load)?;
+    let mut backend = Sim::new(&topo, &source, profile, &spec)?;
     let guard = Guard::inert(&dir);
     if a.resume.is_none() {
         eprintln!(

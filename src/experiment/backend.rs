@@ -199,18 +199,12 @@ pub struct Host {
 impl Host {
     pub fn new(
         topo: &Topology,
-        load_percent: f64,
-        load_policy: crate::load::LoadPolicy,
+        spec: &ExperimentSpec,
         pnid_prctl: Option<String>,
     ) -> anyhow::Result<Host> {
         Ok(Host {
             exe: std::env::current_exe().context("finding the numalab executable")?,
-            load_spec: LoadSpec {
-                percent: load_percent,
-                cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
-                period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
-                policy: load_policy,
-            },
+            load_spec: spec.load_spec(topo.allowed.cpus.intersection(&topo.online_cpus())),
             pnid_prctl,
             trace: None,
             pnid_agent: None,

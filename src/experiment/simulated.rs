@@ -73,12 +73,13 @@ impl Sim {
         topo: &Topology,
         source: &str,
         profile: Profile,
-        load_percent: f64,
+        spec: &ExperimentSpec,
     ) -> anyhow::Result<Sim> {
         let machine = Machine::new(topo)?;
-        let period = crate::load::DEFAULT_PERIOD_MS * 1e6;
+        let period = spec.load_period_ms * 1e6;
+        let (phases, seed) = (spec.load_phases, spec.seed);
         Ok(Sim {
-            sim: Simulator::new(machine, profile, load_percent, period),
+            sim: Simulator::new(machine, profile, spec.load, period, phases, seed),
             source: source.to_string(),
             topo: topo.clone(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -152,7 +153,7 @@ impl Sim {
             },
             migration_cost_ns: row.migration_cost_ns.unwrap_or(MIGRATION_COST_NS) as f64,
             load_percent: spec.load,
-            period_ns: crate::load::DEFAULT_PERIOD_MS * 1e6,
+            period_ns: spec.load_period_ms * 1e6,
             buffer_bytes: p.size.bytes(),
             page_bytes: if p.thp == ThpMode::On { 2 << 20 } else { 4096 },
             accesses_per_iteration: per_iter,

@@ -8,7 +8,7 @@
 
 use crate::error::usage;
 use crate::idset::IdSet;
-use crate::load::LoadPolicy;
+use crate::load::{LoadPhases, LoadPolicy, DEFAULT_PERIOD_MS};
 use crate::probe::{Pattern, ThpMode};
 use crate::sys::numa::PolicyScope;
 use crate::topology::sysfs::SysRoot;
@@ -110,6 +110,12 @@ pub struct ExperimentSpec {
     /// The load workers' memory policy (how NUMA balancing sees them).
     #[serde(skip_serializing_if = "LoadPolicy::is_default")]
     pub load_policy: LoadPolicy,
+    /// The load's duty-cycle period, ms (absent: `numalab load`'s default).
+    #[serde(skip_serializing_if = "crate::load::is_default_period_ms")]
+    pub load_period_ms: f64,
+    /// When each load worker's busy part starts (absent: staggered).
+    #[serde(skip_serializing_if = "LoadPhases::is_default")]
+    pub load_phases: LoadPhases,
     /// Seed of the sample-order shuffle.
     pub seed: u64,
     /// sched migration_cost_ns values; each is a separate block of rows.
@@ -177,6 +183,20 @@ impl Precision {
     }
 }
 
+impl ExperimentSpec {
+    /// The background load of every sample, on `cpus`.
+    pub fn load_spec(&self, cpus: IdSet) -> crate::load::LoadSpec {
+        crate::load::LoadSpec {
+            percent: self.load,
+            cpus,
+            period: std::time::Duration::from_secs_f64(self.load_period_ms / 1000.0),
+            policy: self.load_policy,
+            phases: self.load_phases,
+            seed: self.seed,
+        }
+    }
+}
+
 impl Default for ExperimentSpec {
     fn default() -> Self {
         let b = |pnid: PnidRef, nb| Block {
@@ -189,6 +209,8 @@ impl Default for ExperimentSpec {
             samples: 64,
             load: 60.0,
             load_policy: LoadPolicy::Default,
+            load_period_ms: DEFAULT_PERIOD_MS,
+            load_phases: LoadPhases::Staggered,
             seed: 1,
             migration_cost_ns: Vec::new(),
             blocks: vec![
@@ -353,6 +375,12 @@ impl ExperimentSpec {
         }
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
+        }
+        if !(0.1..=10_000.0).contains(&self.load_period_ms) {
+            return Err(usage(format!(
+                "load period {} ms: must be between 0.1 and 10000",
+                self.load_period_ms
+            )));
         }
         if self.probe.size.bytes() < 4096 {
             return Err(usage(format!(

@@ -83,6 +83,15 @@ pub struct JobsRecord {
     /// The load workers' memory policy; absent for the default.
     #[serde(default, skip_serializing_if = "crate::load::LoadPolicy::is_default")]
     pub load_policy: crate::load::LoadPolicy,
+    /// The load's duty-cycle period, ms; absent for the default.
+    #[serde(
+        default = "crate::load::default_period_ms",
+        skip_serializing_if = "crate::load::is_default_period_ms"
+    )]
+    pub load_period_ms: f64,
+    /// When each load worker's busy part starts; absent for staggered.
+    #[serde(default, skip_serializing_if = "crate::load::LoadPhases::is_default")]
+    pub load_phases: crate::load::LoadPhases,
     /// `--backend sim`: the simulation behind the record; absent for a run
     /// on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,6 +115,10 @@ pub struct JobsSpec {
     pub nb: Option<u8>,
     /// The load workers' memory policy.
     pub load_policy: crate::load::LoadPolicy,
+    /// The load's period (ms) and phases, and the phases' seed.
+    pub load_period_ms: f64,
+    pub load_phases: crate::load::LoadPhases,
+    pub seed: u64,
 }
 
 /// `jobs --home`: every job gets a homenode (one node for all, or chosen
@@ -182,8 +195,10 @@ pub fn run(
         Some(crate::load::Load::start(&crate::load::LoadSpec {
             percent: spec.load,
             cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
-            period: Duration::from_secs_f64(crate::load::DEFAULT_PERIOD_MS / 1000.0),
+            period: Duration::from_secs_f64(spec.load_period_ms / 1000.0),
             policy: spec.load_policy,
+            phases: spec.load_phases,
+            seed: spec.seed,
         })?)
     } else {
         None
@@ -395,6 +410,8 @@ pub fn run(
         home: spec.home.as_ref().map(HomeSpec::label),
         numa_balancing,
         load_policy: spec.load_policy,
+        load_period_ms: spec.load_period_ms,
+        load_phases: spec.load_phases,
         sim: None,
     })
 }

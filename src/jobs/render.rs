@@ -257,6 +257,8 @@ mod tests {
             home: None,
             numa_balancing: None,
             load_policy: Default::default(),
+            load_period_ms: crate::load::DEFAULT_PERIOD_MS,
+            load_phases: Default::default(),
             sim: None,
         }
     }

@@ -46,6 +46,9 @@ pub struct SimJobs<'a> {
     pub nb: u8,
     /// The load workers' memory policy.
     pub load_policy: crate::load::LoadPolicy,
+    /// The load's period (ms) and phases (drawn with `seed`).
+    pub load_period_ms: f64,
+    pub load_phases: crate::load::LoadPhases,
 }
 
 /// sysctl_sched_migration_cost's default, ns (as `run --backend sim`).
@@ -133,8 +136,10 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
             forced,
         });
     }
-    let period = crate::load::DEFAULT_PERIOD_MS * 1e6;
-    let load = crate::sim::load::LoadModel::new(&m, s.load, period, m.span_count());
+    let period = s.load_period_ms * 1e6;
+    let spans = m.span_count();
+    let load =
+        crate::sim::load::LoadModel::shaped(&m, s.load, period, s.load_phases, s.seed, spans);
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
@@ -210,6 +215,8 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         home: s.home.as_ref().map(HomeSpec::label),
         numa_balancing: Some(s.nb),
         load_policy: s.load_policy,
+        load_period_ms: s.load_period_ms,
+        load_phases: s.load_phases,
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
             topology_source: s.source.clone(),

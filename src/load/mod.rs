@@ -1,10 +1,14 @@
 //! Constant CPU-only background load: one worker thread pinned on each CPU of
 //! a list, each busy for `percent` of every period and asleep for the rest.
 //!
+//! When each worker's busy part starts is the load's [`LoadPhases`]:
+//! staggered in CPU order (the default) or at seeded random offsets. The
+//! phases decide which CPU goes idle next while another task waits, so
+//! they shape how a floating task moves (docs/sim.md, "The load's shape").
+//!
 //! Workers are threads of the calling process, so they die with it whatever
 //! kills it (SIGKILL included): a load can never be orphaned. Phases are
-//! spread (worker k starts k/n of a period late) so the workers do not beat
-//! in step. Each worker sleeps to absolute deadlines with a 1 ns timer slack,
+//! spread so the workers do not beat in step. Each worker sleeps to absolute deadlines with a 1 ns timer slack,
 //! so the duty cycle does not drift.
 //!
 //! The period defaults to [`DEFAULT_PERIOD_MS`] = 20.618 ms, not 20: a period
@@ -21,6 +25,16 @@ pub mod procstat;
 /// Default duty-cycle period (ms); see the module notes.
 pub const DEFAULT_PERIOD_MS: f64 = 20.618;
 
+/// serde: a record without a load period had the default one.
+pub fn default_period_ms() -> f64 {
+    DEFAULT_PERIOD_MS
+}
+
+/// serde: records leave the default period out.
+pub fn is_default_period_ms(ms: &f64) -> bool {
+    *ms == DEFAULT_PERIOD_MS
+}
+
 use crate::idset::IdSet;
 use crate::sys;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +49,54 @@ pub struct LoadSpec {
     pub cpus: IdSet,
     pub period: Duration,
     pub policy: LoadPolicy,
+    pub phases: LoadPhases,
+    /// Seed of [`LoadPhases::Random`]'s offsets.
+    pub seed: u64,
+}
+
+/// When each worker's busy part starts within the period.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadPhases {
+    /// Worker k (in CPU order) starts k/n of a period late: the CPUs go
+    /// idle one after another in CPU order, evenly spaced.
+    #[default]
+    Staggered,
+    /// Each worker at its own offset, drawn uniformly from a seeded
+    /// generator: as load programs started independently, whose phases
+    /// have no order.
+    Random,
+}
+
+impl LoadPhases {
+    pub fn is_default(&self) -> bool {
+        *self == LoadPhases::Staggered
+    }
+
+    /// The start offset of each of `n` workers (in CPU order) within a
+    /// period of `period_ns`, in [0, period_ns). The host's load and the
+    /// simulator's both take their phases from here.
+    pub fn offsets_ns(self, n: usize, seed: u64, period_ns: f64) -> Vec<f64> {
+        match self {
+            LoadPhases::Staggered => (0..n)
+                .map(|k| period_ns * k as f64 / n.max(1) as f64)
+                .collect(),
+            LoadPhases::Random => {
+                let mut rng = crate::rng::SplitMix64::new(seed ^ 0x6c6f_6164_7068_6173);
+                (0..n).map(|_| period_ns * rng.unit()).collect()
+            }
+        }
+    }
 }
 
 /// The memory policy each worker runs under. It decides how NUMA balancing
@@ -85,14 +147,17 @@ impl Load {
     pub fn start(spec: &LoadSpec) -> std::io::Result<Load> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
-        let n = spec.cpus.len().max(1) as u32;
+        let period_ns = spec.period.as_nanos() as f64;
+        let offsets = spec
+            .phases
+            .offsets_ns(spec.cpus.len(), spec.seed, period_ns);
         let epoch = Instant::now();
         for (k, cpu) in spec.cpus.iter().enumerate() {
             let stop = stop.clone();
             let busy = spec.period.mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
             let period = spec.period;
             let policy = spec.policy;
-            let offset = period * k as u32 / n;
+            let offset = Duration::from_nanos(offsets[k] as u64);
             let (tx, rx) = std::sync::mpsc::channel();
             let handle = std::thread::Builder::new()
                 .name(format!("load-cpu{cpu}"))
@@ -182,6 +247,37 @@ fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
             while next <= now {
                 next += period;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staggered_phases_spread_the_workers_evenly_in_cpu_order() {
+        let o = LoadPhases::Staggered.offsets_ns(4, 9, 20e6);
+        assert_eq!(o, vec![0.0, 5e6, 10e6, 15e6]);
+    }
+
+    #[test]
+    fn random_phases_are_the_seeds_and_cover_the_period() {
+        let period = 100e6;
+        let a = LoadPhases::Random.offsets_ns(256, 7, period);
+        assert_eq!(a, LoadPhases::Random.offsets_ns(256, 7, period));
+        assert_ne!(a, LoadPhases::Random.offsets_ns(256, 8, period));
+        assert!(a.iter().all(|&x| (0.0..period).contains(&x)));
+        // Not in CPU order, and spread over the whole period: each quarter
+        // holds a fair share (binomial(256, 1/4): mean 64, sd 7).
+        assert!(a.windows(2).any(|w| w[1] < w[0]));
+        for q in 0..4 {
+            let lo = period * q as f64 / 4.0;
+            let n = a
+                .iter()
+                .filter(|&&x| x >= lo && x < lo + period / 4.0)
+                .count();
+            assert!((34..=94).contains(&n), "quarter {q}: {n}");
         }
     }
 }

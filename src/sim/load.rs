@@ -1,11 +1,13 @@
 //! The background load, exactly as `numalab load` makes it: one pinned
-//! worker per CPU, busy for `percent` of every period, worker k (in CPU
-//! order) starting k/n of a period late. Nothing about it depends on the
+//! worker per CPU, busy for `percent` of every period, each starting at
+//! its phase ([`LoadPhases::offsets_ns`]: by default worker k, in CPU order,
+//! k/n of a period late). Nothing about it depends on the
 //! probe, so the load is a closed form: whether a CPU's worker is busy at a
 //! time, how many workers of a span are busy (a binary search over the
 //! span's sorted phases), and when the next worker of a set goes to sleep.
 
 use super::machine::Machine;
+use crate::load::LoadPhases;
 
 #[derive(Debug, Clone)]
 pub struct LoadModel {
@@ -19,9 +21,21 @@ pub struct LoadModel {
 }
 
 impl LoadModel {
+    /// The default load: staggered phases.
     pub fn new(m: &Machine, percent: f64, period_ns: f64, spans: usize) -> LoadModel {
-        let n = m.len() as f64;
-        let phase: Vec<f64> = (0..m.len()).map(|k| period_ns * k as f64 / n).collect();
+        LoadModel::shaped(m, percent, period_ns, LoadPhases::Staggered, 0, spans)
+    }
+
+    /// A load with the phases `phases` draws with `seed`.
+    pub fn shaped(
+        m: &Machine,
+        percent: f64,
+        period_ns: f64,
+        phases: LoadPhases,
+        seed: u64,
+        spans: usize,
+    ) -> LoadModel {
+        let phase = phases.offsets_ns(m.len(), seed, period_ns);
         let span_phases = (0..spans)
             .map(|s| {
                 let mut v: Vec<f64> = m.span(s).iter().map(|&c| phase[c]).collect();

@@ -89,8 +89,17 @@ pub struct Simulator {
 }
 
 impl Simulator {
-    pub fn new(machine: Machine, profile: Profile, load_percent: f64, period_ns: f64) -> Simulator {
-        let load = load::LoadModel::new(&machine, load_percent, period_ns, machine.span_count());
+    /// `phases` drawn with `seed` ([`crate::load::LoadPhases::offsets_ns`]).
+    pub fn new(
+        machine: Machine,
+        profile: Profile,
+        load_percent: f64,
+        period_ns: f64,
+        phases: crate::load::LoadPhases,
+        seed: u64,
+    ) -> Simulator {
+        let spans = machine.span_count();
+        let load = load::LoadModel::shaped(&machine, load_percent, period_ns, phases, seed, spans);
         Simulator {
             machine,
             profile,
