@@ -57,34 +57,19 @@ fn a_process_wide_binding_places_the_buffer_and_is_recorded() {
 
 #[test]
 fn a_load_under_mpol_local_runs_and_bad_policies_exit_2() {
-    let o = numalab(&[
-        "load",
-        "--percent",
-        "10",
-        "--duration",
-        "0.2",
-        "--policy",
-        "local",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // 0.2 s of a 10% load with `extra`: it must run; its stderr.
+    let load = |extra: &[&str]| -> String {
+        let mut args = vec!["load", "--percent", "10", "--duration", "0.2"];
+        args.extend(extra);
+        let o = numalab(&args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{args:?}: {err}");
+        err
+    };
+    load(&["--policy", "local"]);
     // The load's other shape option, on the same path.
-    let o = numalab(&[
-        "load",
-        "--percent",
-        "10",
-        "--duration",
-        "0.2",
-        "--phases",
-        "random",
-        "--seed",
-        "7",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("random (seed 7)"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let err = load(&["--phases", "random", "--seed", "7"]);
+    assert!(err.contains("random (seed 7)"), "{err}");
     for args in [
         &["load", "--phases", "sorted"][..],
         &["run", "--quick", "--load-phases", "none"][..],
