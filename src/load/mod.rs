@@ -8,8 +8,9 @@
 //!
 //! Workers are threads of the calling process, so they die with it whatever
 //! kills it (SIGKILL included): a load can never be orphaned. Phases are
-//! spread so the workers do not beat in step. Each worker sleeps to absolute deadlines with a 1 ns timer slack,
-//! so the duty cycle does not drift.
+//! spread so the workers do not beat in step. Each worker sleeps to
+//! absolute deadlines with a 1 ns timer slack, so the duty cycle does not
+//! drift.
 //!
 //! The period defaults to [`DEFAULT_PERIOD_MS`] = 20.618 ms, not 20: a period
 //! that is a whole number of scheduler ticks (4 ms at HZ=250) keeps each
@@ -92,6 +93,8 @@ impl LoadPhases {
                 .map(|k| period_ns * k as f64 / n.max(1) as f64)
                 .collect(),
             LoadPhases::Random => {
+                // The run's seed also orders its samples: a constant
+                // ("loadphas") gives the phases a stream of their own.
                 let mut rng = crate::rng::SplitMix64::new(seed ^ 0x6c6f_6164_7068_6173);
                 (0..n).map(|_| period_ns * rng.unit()).collect()
             }
