@@ -224,7 +224,7 @@ fn sim_bad_input_exits_2_before_any_work() {
                 "--out",
                 o,
             ],
-            "load period 20000 ms",
+            "--load-period-ms, load_period_ms) 20000 ms",
         ),
         (
             vec![

@@ -378,7 +378,7 @@ impl ExperimentSpec {
         }
         if !(0.1..=10_000.0).contains(&self.load_period_ms) {
             return Err(usage(format!(
-                "load period {} ms: must be between 0.1 and 10000",
+                "load period (--load-period-ms, load_period_ms) {} ms: must be between 0.1 and 10000",
                 self.load_period_ms
             )));
         }
