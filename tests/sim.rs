@@ -365,10 +365,24 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
     // staggered phases the CPUs go idle in CPU order, at a fixed delay
     // after one another, and the probe's SMT sibling goes idle just after
     // the probe's own worker wakes: the sibling takes it most times. With
-    // random phases the next CPU to go idle is any of the node's, so
-    // other cores take it most times.
+    // random phases the next CPU to go idle is any of the node's; whether
+    // another core may take the probe is then the busiest-group rule's: on
+    // 6.1 the probe's core (three tasks) is the busiest, and other cores
+    // take it most times; on 6.6+ every core of two busy workers is a
+    // group_smt_balance as busy as the probe's, the first met stays the
+    // busiest, and a fixed pattern of phases keeps finding another core
+    // first: the probe stays in its core.
     let tmp = tempfile::tempdir().unwrap();
-    let mix = |phases: &str| -> (f64, f64) {
+    let v6_1 = tmp.path().join("xeon-6.1.toml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/xeon-8167m.toml"
+    ))
+    .unwrap()
+    .replace("\nsmt_balance = true\n", "\nsmt_balance = false\n");
+    assert!(text.contains("\nsmt_balance = false\n"));
+    std::fs::write(&v6_1, text).unwrap();
+    let mix = |phases: &str, profile: Option<&std::path::Path>| -> (f64, f64) {
         let mut args = common::SIM_XEON_RUN.to_vec();
         args.extend([
             "--samples",
@@ -387,7 +401,11 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
             "--load-phases",
             phases,
         ]);
-        let s = common::run_samples(&args, &tmp.path().join(phases));
+        if let Some(p) = profile {
+            args.extend(["--profile", p.to_str().unwrap()]);
+        }
+        let name = format!("{phases}-{}", profile.is_some());
+        let s = common::run_samples(&args, &tmp.path().join(name));
         let sum = |k: &str| -> f64 {
             s.iter()
                 .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
@@ -395,12 +413,14 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
         };
         (sum("same_core"), sum("same_llc"))
     };
-    let (core_s, llc_s) = mix("staggered");
-    let (core_r, llc_r) = mix("random");
+    let (core_s, llc_s) = mix("staggered", None);
+    let (core_r, llc_r) = mix("random", None);
+    let (core_1, llc_1) = mix("random", Some(&v6_1));
     eprintln!(
         "moves to the SMT sibling / to other cores of the LLC: staggered {core_s} / {llc_s}, \
-         random {core_r} / {llc_r}"
+         random {core_r} / {llc_r}, random with 6.1's busiest group {core_1} / {llc_1}"
     );
     assert!(core_s > 2.0 * llc_s, "staggered: {core_s} / {llc_s}");
-    assert!(llc_r > 5.0 * core_r, "random: {core_r} / {llc_r}");
+    assert!(core_r > 10.0 * llc_r, "random, 6.6+: {core_r} / {llc_r}");
+    assert!(llc_1 > 3.0 * core_1, "random, 6.1: {core_1} / {llc_1}");
 }

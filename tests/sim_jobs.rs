@@ -55,7 +55,7 @@ fn eight_jobs_on_the_4node_smt_guest_each_stay_on_a_node_as_in_the_lab() {
     let state = tempfile::tempdir().unwrap();
     let r = lab_guest_jobs("8", state.path());
     assert_eq!(r["schema"], "numalab.jobs/1");
-    assert_eq!(r["sim"]["model_version"], 1);
+    assert_eq!(r["sim"]["model_version"], numalab::sim::MODEL_VERSION);
     let jobs = r["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 8);
     let mut per_node = std::collections::BTreeMap::new();

@@ -5,14 +5,21 @@
 //! can_migrate_task with task_hot and migrate_degrades_locality, and the
 //! nohz idle balancer's walk over idle CPUs.
 //!
-//! Only the probe can move: every worker is pinned, so the balancer's
-//! choice is whether the probe's group is imbalanced enough against the
-//! puller's, and whether the probe may go. When the kernel would pick
-//! another busiest group first, it finds only pinned workers there
-//! (LBF_ALL_PINNED) and retries without them; comparing the probe's group
-//! directly is where those retries end.
+//! Only the probe can move: every worker is pinned. The balancer first
+//! picks the busiest group as update_sd_pick_busiest() does, over every
+//! group of the domain in the kernel's order (from the puller's, wrapping):
+//! by group_classify() type (PELT's util and runnable against capacity,
+//! group_smt_balance for SMT cores), then idle CPUs and tasks, ties kept
+//! by the first met. When that is a group of workers the attempt ends
+//! there: balanced, or sched_balance_find_src_rq() gives a CPU with one
+//! pinned task, which sched_balance_rq() neither detaches from nor retries
+//! past (its LBF_ALL_PINNED retry needs a CPU with two tasks), so the
+//! attempt fails. Only when the probe's group is the busiest do its
+//! numbers against the puller's decide, and then whether the probe may go.
 
 use super::engine::{Cause, Engine};
+use super::groups::GroupStats;
+use super::groups::{busier, Candidate};
 use super::machine::LevelKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,24 +30,6 @@ pub enum Kind {
     Idle,
     /// Periodic balance of a busy CPU (at busy_factor times the interval).
     Busy,
-}
-
-/// A group's numbers as update_sg_lb_stats() would count them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupStats {
-    pub weight: usize,
-    pub cores: usize,
-    pub nr_running: usize,
-    pub idle_cpus: usize,
-}
-
-impl GroupStats {
-    fn overloaded(&self) -> bool {
-        self.nr_running > self.weight
-    }
-    fn has_spare(&self) -> bool {
-        self.nr_running < self.weight
-    }
 }
 
 /// sibling_imbalance(): tasks to move so nr_running per core evens out.
@@ -96,6 +85,46 @@ pub fn imbalanced(
         }
     }
     (imb >> 1) >= 1
+}
+
+/// update_sd_lb_stats()'s busiest group of domain `d` for puller `x`,
+/// whose group is `lg`: the kernel compares every group, not the probe's
+/// alone. On an SMT machine's LLC a core of two busy workers is as busy as
+/// the probe's, and the first met is kept; the puller then finds a CPU with
+/// one pinned task and gives up, or finds the domain balanced. Domains of
+/// two groups have only one candidate.
+fn busiest_group(e: &Engine, d: usize, lg: usize, kind: Kind, t: f64) -> Option<usize> {
+    let groups = &e.m.domains[d].groups;
+    if groups.len() <= 2 {
+        return groups.iter().copied().find(|&g| g != lg);
+    }
+    let start = groups.iter().position(|&g| g == lg)?;
+    let pct = e.m.domains[d].imbalance_pct;
+    let duty = e.load.busy_ns / e.load.period_ns;
+    let mut best: Option<(usize, Candidate)> = None;
+    for k in 1..groups.len() {
+        let g = groups[(start + k) % groups.len()];
+        let span = e.m.span(g);
+        let probe = span.binary_search(&e.cur).is_ok() as usize as f64;
+        let w = span.len() as f64;
+        // PELT's long-run values: each worker its duty, the probe keeps
+        // its CPU busy throughout.
+        let util = w * duty + probe * (1.0 - duty);
+        let runnable = w * duty + probe;
+        let c = Candidate::new(
+            stats(e, g, probe > 0.0, t),
+            util,
+            runnable,
+            pct,
+            e.m.is_core(g),
+            kind != Kind::Busy,
+            e.p.kernel.smt_balance,
+        );
+        if best.as_ref().is_none_or(|(_, b)| busier(&c, b)) && c.g.nr_running > 0 {
+            best = Some((g, c));
+        }
+    }
+    best.map(|(g, _)| g)
 }
 
 fn stats(e: &Engine, span: usize, has_probe: bool, t: f64) -> GroupStats {
@@ -218,26 +247,42 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
         return false;
     }
     let local = stats(e, lg, false, t);
-    let busiest = stats(e, bg, true, t);
     let numa = dom.is_numa().then_some(dom.imb_numa_nr);
-    if !imbalanced(&local, &busiest, dom.prefer_sibling, numa) {
+    let (prefer_sibling, nice, is_numa) = (dom.prefer_sibling, dom.cache_nice_tries, dom.is_numa());
+    let periodic = kind == Kind::Idle;
+    match busiest_group(e, d, lg, kind, t) {
+        Some(g) if g == bg => {}
+        other => {
+            // The busiest group holds only pinned workers: balanced, or
+            // sched_balance_find_src_rq() gives a CPU with one pinned task,
+            // nothing moves and the attempt counts as failed.
+            let imb = other
+                .is_some_and(|g| imbalanced(&local, &stats(e, g, false, t), prefer_sibling, numa));
+            if !imb {
+                e.failed[x][level] = 0;
+            } else if periodic {
+                e.failed[x][level] += 1;
+            }
+            return false;
+        }
+    }
+    let busiest = stats(e, bg, true, t);
+    if !imbalanced(&local, &busiest, prefer_sibling, numa) {
         // out_balanced: a balanced domain forgets its failures.
         e.failed[x][level] = 0;
         return false;
     }
-    let nice = dom.cache_nice_tries;
-    let is_numa = dom.is_numa();
     let failed = e.failed[x][level];
     if e.probe_running(t) {
         // can_migrate_task: task_on_cpu. The active balancer takes it
-        // after enough failed periodic attempts.
-        if kind == Kind::Idle {
-            if failed > nice + 2 {
-                e.failed[x][level] = 0;
-                e.move_to(x, Cause::LoadBalance);
-                return true;
-            }
+        // once the failures pass cache_nice_tries + 2 (counted first).
+        if periodic {
             e.failed[x][level] += 1;
+        }
+        if e.failed[x][level] > nice + 2 {
+            e.failed[x][level] = 0;
+            e.move_to(x, Cause::LoadBalance);
+            return true;
         }
         return false;
     }
@@ -246,12 +291,14 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
         -1 => t - e.last_ran(t) < e.migration_cost_ns(),
         v => v == 1,
     };
-    if !hot || (kind == Kind::Idle && failed > nice) {
+    // A hot probe goes once the domain's failures (counted by periodic
+    // balancing, read by newly-idle balancing too) pass cache_nice_tries.
+    if !hot || failed > nice {
         e.failed[x][level] = 0;
         e.move_to(x, Cause::LoadBalance);
         return true;
     }
-    if kind == Kind::Idle {
+    if periodic {
         e.failed[x][level] += 1;
     }
     false

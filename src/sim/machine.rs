@@ -202,6 +202,17 @@ impl Machine {
             .find(|&d| self.spans[self.domains[d].span].binary_search(&c).is_ok())
     }
 
+    /// Whether span `id` is one core of several hardware threads: as a
+    /// group, its flags carry SD_SHARE_CPUCAPACITY (group_smt_balance).
+    pub fn is_core(&self, id: usize) -> bool {
+        let s = &self.spans[id];
+        s.len() > 1
+            && self.siblings[s[0]].len() + 1 == s.len()
+            && self.siblings[s[0]]
+                .iter()
+                .all(|c| s.binary_search(c).is_ok())
+    }
+
     /// The group of domain `d` that holds CPU `c`.
     pub fn group_of(&self, d: usize, c: usize) -> Option<usize> {
         self.domains[d]

@@ -13,6 +13,7 @@
 
 pub mod balance;
 pub mod engine;
+pub mod groups;
 pub mod load;
 pub mod machine;
 pub mod multi;

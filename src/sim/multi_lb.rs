@@ -7,17 +7,21 @@
 //! override), active balancing, newly-idle balancing with NI_RANDOM,
 //! should_we_balance, exec placement and task_numa_migrate.
 //!
-//! Left out, and why: the busiest group is chosen among the groups holding
-//! a probe the puller may take (the kernel would pick a group of pinned
-//! workers first, find them all pinned and retry without them); load is
-//! PELT's long-run value (1 per probe, the duty cycle per worker); the
-//! balance interval does not double on failure; group_smt_balance,
-//! misfit and asym-packing groups (none on these machines' symmetric CPUs
-//! except SMT balance) are not modelled; exec placement takes the least
-//! loaded CPU of the node with the most idle CPUs.
+//! The busiest group is picked as update_sd_pick_busiest() does, over every
+//! group of the domain from the puller's, wrapping ([`super::groups::busier`]);
+//! when it holds no probe the puller may take, the attempt ends balanced or
+//! failed there, as sched_balance_rq() does with a CPU of one pinned task.
+//!
+//! Left out, and why: load is PELT's long-run value (1 per probe, the duty
+//! cycle per worker); the balance interval does not double when balanced
+//! (docs/sim.md: with it both engines cross nodes less than the kernels
+//! traced); misfit and asym-packing groups (none on these machines'
+//! symmetric CPUs) are not modelled; exec placement takes the least loaded
+//! CPU of the node with the most idle CPUs.
 
-use super::balance::{self, sibling_imbalance, GroupStats, Kind};
+use super::balance::{self, sibling_imbalance, Kind};
 use super::engine::Cause;
+use super::groups::{busier, Candidate, GroupStats};
 use super::machine::{Domain, LevelKind};
 use super::multi::{Ent, Multi};
 
@@ -123,21 +127,6 @@ pub fn decide(
     (amount > 0.0).then_some(Imbalance::Load(amount))
 }
 
-/// update_sd_pick_busiest(): whether `s` is busier than `best`.
-fn busier(s: &Stats, best: &Stats) -> bool {
-    let (st, bt) = (group_type(&s.g), group_type(&best.g));
-    if st != bt {
-        return st > bt;
-    }
-    match st {
-        0 => {
-            s.g.idle_cpus < best.g.idle_cpus
-                || (s.g.idle_cpus == best.g.idle_cpus && s.g.nr_running > best.g.nr_running)
-        }
-        _ => s.avg_load() > best.avg_load(),
-    }
-}
-
 /// A span's numbers now.
 pub fn stats(e: &Multi, span: usize) -> Stats {
     let cpus = e.m.span(span);
@@ -183,6 +172,16 @@ fn balancer(e: &Multi, smt_level: bool, g: usize) -> Option<usize> {
     balance::group_balancer(e.m, g, smt_level, |c| e.rqs[c].nr_running() == 0)
 }
 
+/// The PELT sums of a span in CPUs (util, runnable): a worker its duty
+/// cycle, a CPU with a probe busy throughout.
+fn pelt(e: &Multi, span: usize) -> (f64, f64) {
+    let duty = e.load.busy_ns / e.load.period_ns;
+    e.m.span(span).iter().fold((0.0, 0.0), |(u, r), &c| {
+        let p = e.rqs[c].probes as f64;
+        (u + if p > 0.0 { 1.0 } else { duty }, r + duty + p)
+    })
+}
+
 /// One balance attempt by CPU `x` at its domain `level`; true when it
 /// moved a probe.
 pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
@@ -194,50 +193,51 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         e.failed[x][level] = 0;
         return false;
     }
-    // Groups holding a probe the puller may take.
-    let mut groups: Vec<usize> = e
-        .tasks
-        .iter()
-        .filter(|t| t.alive() && t.allowed[x])
-        .filter_map(|t| e.m.group_of(d, t.cpu))
-        .filter(|&g| g != lg)
+    // update_sd_lb_stats(): every group once, met from the puller's own,
+    // wrapping; the domain's average, the busiest and the local group all
+    // come from them.
+    let groups = &dom.groups;
+    let start = groups.iter().position(|&g| g == lg).unwrap_or(0);
+    let all: Vec<(usize, Stats)> = (0..groups.len())
+        .map(|k| groups[(start + k) % groups.len()])
+        .map(|g| (g, stats(e, g)))
         .collect();
-    groups.sort_unstable();
-    groups.dedup();
-    if groups.is_empty() {
-        e.failed[x][level] = 0;
-        return false;
-    }
-    // Every group's numbers once: the domain's average, the busiest
-    // candidate and the local group all come from them.
-    let all: Vec<(usize, Stats)> = dom.groups.iter().map(|&g| (g, stats(e, g))).collect();
-    let of = |g: usize| {
-        all.iter()
-            .find(|(h, _)| *h == g)
-            .map(|(_, s)| *s)
-            .expect("a group of the domain")
-    };
     let (mut total, mut weight) = (0.0, 0usize);
     for (_, s) in &all {
         total += s.load;
         weight += s.g.weight;
     }
     let sd_avg = total / weight.max(1) as f64;
-    let mut best: Option<(usize, Stats)> = None;
-    for g in groups {
-        let s = of(g);
-        if best.as_ref().is_none_or(|(_, b)| busier(&s, b)) {
-            best = Some((g, s));
+    let mut best: Option<(usize, Stats, Candidate)> = None;
+    for &(g, s) in &all[1..] {
+        let (util, runnable) = pelt(e, g);
+        let c = Candidate::new(
+            s.g,
+            util,
+            runnable,
+            dom.imbalance_pct,
+            e.m.is_core(g),
+            kind != Kind::Busy,
+            e.p.kernel.smt_balance,
+        );
+        if c.g.nr_running > 0 && best.as_ref().is_none_or(|(_, _, b)| busier(&c, b)) {
+            best = Some((g, s, c));
         }
     }
-    let (bg, busiest) = best.expect("a candidate group");
-    let local = of(lg);
+    let Some((bg, busiest, _)) = best else {
+        e.failed[x][level] = 0;
+        return false;
+    };
+    let local = all[0].1;
     let Some(imb) = decide(&local, &busiest, sd_avg, dom, kind) else {
         e.failed[x][level] = 0;
         return false;
     };
+    let nice = dom.cache_nice_tries;
+    let is_numa = dom.is_numa();
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
-    // with a probe the puller may take.
+    // with a probe the puller may take. A group of pinned tasks only gives
+    // a CPU the balancer can take nothing from.
     let src =
         e.m.span(bg)
             .iter()
@@ -250,10 +250,16 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
                     .then(b.cmp(&a))
             });
     let Some(src) = src else {
+        if let Imbalance::Util(_) = imb {
+            // It skips CPUs of one task: no busiest CPU, out_balanced.
+            e.failed[x][level] = 0;
+            return false;
+        }
+        if kind != Kind::NewlyIdle {
+            e.failed[x][level] += 1;
+        }
         return false;
     };
-    let nice = dom.cache_nice_tries;
-    let is_numa = dom.is_numa();
     let failed = e.failed[x][level];
     let (sn, dn) = (e.m.node[src], e.m.node[x]);
     let mut left = match imb {
@@ -283,7 +289,9 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
             -1 => e.t - e.tasks[i].last_ran < e.migration_cost_ns(),
             v => v == 1,
         };
-        if hot && (kind == Kind::NewlyIdle || failed <= nice) {
+        // The domain's failures (counted by periodic balancing, read by
+        // every kind) override a hot task past cache_nice_tries.
+        if hot && failed <= nice {
             continue;
         }
         if let Imbalance::Load(_) = imb {
@@ -303,13 +311,13 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         e.failed[x][level] = 0;
         return true;
     }
-    if kind == Kind::NewlyIdle {
-        return false;
+    if kind != Kind::NewlyIdle {
+        e.failed[x][level] += 1;
     }
-    e.failed[x][level] += 1;
-    // imbalanced_active_balance(): the stopper moves the running probe.
-    if let (Imbalance::Tasks(_), Some(i)) = (imb, active_candidate) {
-        if e.failed[x][level] > nice + 2 {
+    // imbalanced_active_balance(): the stopper moves the running probe,
+    // from any kind of attempt; a pinned running task stops it.
+    if let Imbalance::Tasks(_) = imb {
+        if let (true, Some(i)) = (e.failed[x][level] > nice + 2, active_candidate) {
             e.failed[x][level] = 0;
             e.move_task(i, x, Cause::LoadBalance);
             return true;

@@ -2,7 +2,8 @@
 //! invariants.
 
 use super::*;
-use crate::sim::balance::{GroupStats, Kind};
+use crate::sim::balance::Kind;
+use crate::sim::groups::GroupStats;
 use crate::sim::multi_lb::{decide, Imbalance, Stats};
 use crate::sim::{load::LoadModel, Machine, Profile};
 use crate::topology::presets;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 1;
+pub const MODEL_VERSION: u32 = 2;
 
 /// Bytes per cache line.
 const LINE: f64 = 64.0;
@@ -91,6 +91,16 @@ pub struct KernelCosts {
     /// (backported) have it; mainline 6.7 (the RFC's kernel) did not.
     #[serde(default)]
     pub ni_random: bool,
+    /// How the load balancer picks its busiest group: Linux 6.6 and later
+    /// (true) classify an SMT core with two or more tasks as
+    /// group_smt_balance and keep the first such core met, and let a later
+    /// fully busy group of other kinds win a tie; 6.1 (false) has neither.
+    #[serde(default = "yes")]
+    pub smt_balance: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Built-in profiles: (name, TOML text).
