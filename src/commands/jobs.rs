@@ -48,12 +48,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
             "--preset, --topology, --profile and --seed choose the simulated machine: add --backend sim",
         ));
     }
-    if !(0.1..=10_000.0).contains(&a.load_period_ms) {
-        return Err(usage(format!(
-            "--load-period-ms {}: must be between 0.1 and 10000",
-            a.load_period_ms
-        )));
-    }
+    crate::load::check_period_ms("--load-period-ms", a.load_period_ms)?;
     let (topo, source, profile) = if sim {
         let (t, s, p) = super::topo::sim_machine(sysfs_root, &a.sim)?;
         (t, s, Some(p))

@@ -17,11 +17,7 @@ pub fn spec(a: &LoadArgs, allowed: &IdSet) -> anyhow::Result<LoadSpec> {
             "--percent {percent}: must be between 0 and 100"
         )));
     }
-    if !(0.1..=10_000.0).contains(&period_ms) {
-        return Err(usage(format!(
-            "--period-ms {period_ms}: must be between 0.1 and 10000"
-        )));
-    }
+    crate::load::check_period_ms("--period-ms", period_ms)?;
     let cpus = match a.cpus.as_deref() {
         None => allowed.clone(),
         Some(list) => {
@@ -38,14 +34,9 @@ pub fn spec(a: &LoadArgs, allowed: &IdSet) -> anyhow::Result<LoadSpec> {
             set
         }
     };
-    Ok(LoadSpec {
-        percent,
-        cpus,
-        period: Duration::from_secs_f64(period_ms / 1000.0),
-        policy: a.policy,
-        phases: a.phases,
-        seed: a.seed,
-    })
+    Ok(LoadSpec::new(
+        percent, cpus, period_ms, a.policy, a.phases, a.seed,
+    ))
 }
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {

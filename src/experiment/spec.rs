@@ -186,14 +186,14 @@ impl Precision {
 impl ExperimentSpec {
     /// The background load of every sample, on `cpus`.
     pub fn load_spec(&self, cpus: IdSet) -> crate::load::LoadSpec {
-        crate::load::LoadSpec {
-            percent: self.load,
+        crate::load::LoadSpec::new(
+            self.load,
             cpus,
-            period: std::time::Duration::from_secs_f64(self.load_period_ms / 1000.0),
-            policy: self.load_policy,
-            phases: self.load_phases,
-            seed: self.seed,
-        }
+            self.load_period_ms,
+            self.load_policy,
+            self.load_phases,
+            self.seed,
+        )
     }
 }
 
@@ -376,12 +376,10 @@ impl ExperimentSpec {
         if self.probe.counts == 0 {
             return Err(usage("probe counts must be at least 1"));
         }
-        if !(0.1..=10_000.0).contains(&self.load_period_ms) {
-            return Err(usage(format!(
-                "load period (--load-period-ms, load_period_ms) {} ms: must be between 0.1 and 10000",
-                self.load_period_ms
-            )));
-        }
+        crate::load::check_period_ms(
+            "load period (--load-period-ms, load_period_ms)",
+            self.load_period_ms,
+        )?;
         if self.probe.size.bytes() < 4096 {
             return Err(usage(format!(
                 "probe size {}: at least one page (4 KiB)",

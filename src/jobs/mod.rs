@@ -192,14 +192,14 @@ pub fn run(
         .ok()
         .and_then(|v| v.trim().parse::<u8>().ok());
     let load = if spec.load > 0.0 {
-        Some(crate::load::Load::start(&crate::load::LoadSpec {
-            percent: spec.load,
-            cpus: topo.allowed.cpus.intersection(&topo.online_cpus()),
-            period: Duration::from_secs_f64(spec.load_period_ms / 1000.0),
-            policy: spec.load_policy,
-            phases: spec.load_phases,
-            seed: spec.seed,
-        })?)
+        Some(crate::load::Load::start(&crate::load::LoadSpec::new(
+            spec.load,
+            topo.allowed.cpus.intersection(&topo.online_cpus()),
+            spec.load_period_ms,
+            spec.load_policy,
+            spec.load_phases,
+            spec.seed,
+        ))?)
     } else {
         None
     };

@@ -31,6 +31,23 @@ pub fn default_period_ms() -> f64 {
     DEFAULT_PERIOD_MS
 }
 
+/// The load period's accepted range, ms: shorter periods are mostly timer
+/// overhead, longer ones stop looking like steady load to a probe.
+pub const PERIOD_MS: std::ops::RangeInclusive<f64> = 0.1..=10_000.0;
+
+/// Refuses a period outside [`PERIOD_MS`] (exit 2), naming it as `what`
+/// (the option or spec field it came from).
+pub fn check_period_ms(what: &str, ms: f64) -> anyhow::Result<()> {
+    if PERIOD_MS.contains(&ms) {
+        return Ok(());
+    }
+    Err(crate::error::usage(format!(
+        "{what} {ms} ms: must be between {} and {} ms",
+        PERIOD_MS.start(),
+        PERIOD_MS.end()
+    )))
+}
+
 /// serde: records leave the default period out.
 pub fn is_default_period_ms(ms: &f64) -> bool {
     *ms == DEFAULT_PERIOD_MS
@@ -53,6 +70,27 @@ pub struct LoadSpec {
     pub phases: LoadPhases,
     /// Seed of [`LoadPhases::Random`]'s offsets.
     pub seed: u64,
+}
+
+impl LoadSpec {
+    /// `percent` busy on each of `cpus`, in periods of `period_ms`.
+    pub fn new(
+        percent: f64,
+        cpus: IdSet,
+        period_ms: f64,
+        policy: LoadPolicy,
+        phases: LoadPhases,
+        seed: u64,
+    ) -> LoadSpec {
+        LoadSpec {
+            percent,
+            cpus,
+            period: Duration::from_secs_f64(period_ms / 1000.0),
+            policy,
+            phases,
+            seed,
+        }
+    }
 }
 
 /// When each worker's busy part starts within the period.
@@ -257,6 +295,32 @@ fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_period_check_for_load_run_and_jobs() {
+        for ok in [0.1, DEFAULT_PERIOD_MS, 10_000.0] {
+            check_period_ms("--period-ms", ok).unwrap();
+        }
+        for bad in [0.0, 0.09, 10_000.5, f64::NAN, f64::INFINITY, -1.0] {
+            let e = check_period_ms("--load-period-ms", bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            let m = crate::error::message(&e);
+            assert!(
+                m.contains("--load-period-ms") && m.contains("0.1 and 10000"),
+                "{m}"
+            );
+        }
+        let s = LoadSpec::new(
+            60.0,
+            IdSet::parse("0-3").unwrap(),
+            100.0,
+            LoadPolicy::Local,
+            LoadPhases::Random,
+            7,
+        );
+        assert_eq!(s.period, Duration::from_millis(100));
+        assert_eq!((s.percent, s.seed, s.cpus.len()), (60.0, 7, 4));
+    }
 
     #[test]
     fn staggered_phases_spread_the_workers_evenly_in_cpu_order() {
