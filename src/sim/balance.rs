@@ -397,12 +397,7 @@ mod tests {
     use super::*;
 
     fn g(weight: usize, cores: usize, nr: usize, idle: usize) -> GroupStats {
-        GroupStats {
-            weight,
-            cores,
-            nr_running: nr,
-            idle_cpus: idle,
-        }
+        GroupStats::new(weight, cores, nr, idle)
     }
 
     #[test]

@@ -15,6 +15,15 @@ pub struct GroupStats {
 }
 
 impl GroupStats {
+    pub fn new(weight: usize, cores: usize, nr_running: usize, idle_cpus: usize) -> Self {
+        GroupStats {
+            weight,
+            cores,
+            nr_running,
+            idle_cpus,
+        }
+    }
+
     /// More tasks than CPUs, the imbalance decision's test (choosing the
     /// busiest group weighs PELT's sums too: [`Candidate::new`]).
     pub fn overloaded(&self) -> bool {
@@ -124,12 +133,7 @@ mod tests {
     use super::*;
 
     fn g(weight: usize, cores: usize, nr: usize, idle: usize) -> GroupStats {
-        GroupStats {
-            weight,
-            cores,
-            nr_running: nr,
-            idle_cpus: idle,
-        }
+        GroupStats::new(weight, cores, nr, idle)
     }
 
     #[test]
