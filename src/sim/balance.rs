@@ -19,7 +19,7 @@
 
 use super::engine::{Cause, Engine};
 use super::groups::GroupStats;
-use super::groups::{busier, Candidate};
+use super::groups::{busier, pelt_sums, Candidate};
 use super::machine::LevelKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,14 +105,10 @@ fn busiest_group(e: &Engine, d: usize, lg: usize, kind: Kind, t: f64) -> Option<
     for k in 1..groups.len() {
         let g = groups[(start + k) % groups.len()];
         let span = e.m.span(g);
-        let probe = span.binary_search(&e.cur).is_ok() as usize as f64;
-        let w = span.len() as f64;
-        // PELT's long-run values: each worker its duty, the probe keeps
-        // its CPU busy throughout.
-        let util = w * duty + probe * (1.0 - duty);
-        let runnable = w * duty + probe;
+        let probe = span.binary_search(&e.cur).is_ok();
+        let (util, runnable) = pelt_sums(span.len(), duty, probe as usize, probe as usize);
         let c = Candidate::new(
-            stats(e, g, probe > 0.0, t),
+            stats(e, g, probe, t),
             util,
             runnable,
             pct,

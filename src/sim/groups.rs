@@ -103,6 +103,15 @@ impl Candidate {
     }
 }
 
+/// PELT's long-run (util, runnable) sums of a group of `weight` CPUs, in
+/// CPUs (1024 = 1): each CPU's worker contributes its duty cycle, a CPU
+/// holding a probe is busy throughout, and each probe is runnable
+/// throughout. `probe_cpus` CPUs of the group hold the `probes`.
+pub fn pelt_sums(weight: usize, duty: f64, probe_cpus: usize, probes: usize) -> (f64, f64) {
+    let (w, pc) = (weight as f64, probe_cpus as f64);
+    (w * duty + pc * (1.0 - duty), w * duty + probes as f64)
+}
+
 /// update_sd_pick_busiest(): whether `s` replaces `best` as the busiest
 /// group (groups are met from the puller's own, wrapping).
 pub fn busier(s: &Candidate, best: &Candidate) -> bool {

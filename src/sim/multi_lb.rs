@@ -21,7 +21,7 @@
 
 use super::balance::{self, sibling_imbalance, Kind};
 use super::engine::Cause;
-use super::groups::{busier, Candidate, GroupStats};
+use super::groups::{busier, pelt_sums, Candidate, GroupStats};
 use super::machine::{Domain, LevelKind};
 use super::multi::{Ent, Multi};
 
@@ -172,14 +172,15 @@ fn balancer(e: &Multi, smt_level: bool, g: usize) -> Option<usize> {
     balance::group_balancer(e.m, g, smt_level, |c| e.rqs[c].nr_running() == 0)
 }
 
-/// The PELT sums of a span in CPUs (util, runnable): a worker its duty
-/// cycle, a CPU with a probe busy throughout.
+/// The PELT sums of a span ([`pelt_sums`]).
 fn pelt(e: &Multi, span: usize) -> (f64, f64) {
+    let cpus = e.m.span(span);
+    let (probe_cpus, probes) = cpus.iter().fold((0, 0), |(pc, n), &c| {
+        let p = e.rqs[c].probes;
+        (pc + (p > 0) as usize, n + p)
+    });
     let duty = e.load.busy_ns / e.load.period_ns;
-    e.m.span(span).iter().fold((0.0, 0.0), |(u, r), &c| {
-        let p = e.rqs[c].probes as f64;
-        (u + if p > 0.0 { 1.0 } else { duty }, r + duty + p)
-    })
+    pelt_sums(cpus.len(), duty, probe_cpus, probes)
 }
 
 /// One balance attempt by CPU `x` at its domain `level`; true when it
@@ -316,8 +317,8 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     }
     // imbalanced_active_balance(): the stopper moves the running probe,
     // from any kind of attempt; a pinned running task stops it.
-    if let Imbalance::Tasks(_) = imb {
-        if let (true, Some(i)) = (e.failed[x][level] > nice + 2, active_candidate) {
+    if let (Imbalance::Tasks(_), Some(i)) = (imb, active_candidate) {
+        if e.failed[x][level] > nice + 2 {
             e.failed[x][level] = 0;
             e.move_task(i, x, Cause::LoadBalance);
             return true;
