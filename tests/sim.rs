@@ -424,3 +424,79 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
     assert!(core_r > 10.0 * llc_r, "random, 6.6+: {core_r} / {llc_r}");
     assert!(llc_1 > 3.0 * core_1, "random, 6.1: {core_1} / {llc_1}");
 }
+
+#[test]
+fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
+    // kernel.group_imbalance (off by default, docs/sim.md): a sibling that
+    // finds the probe running behind its pinned worker flags their core,
+    // and idle CPUs of other cores then balance that core by force. Under
+    // random phases on 6.6+ the probe no longer stays in its core (the
+    // previous test), and under staggered ones fewer of its moves go to
+    // the sibling.
+    let tmp = tempfile::tempdir().unwrap();
+    let flagged = tmp.path().join("xeon-flag.toml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/xeon-8167m.toml"
+    ))
+    .unwrap()
+    .replace(
+        "\nsmt_balance = true\n",
+        "\nsmt_balance = true\ngroup_imbalance = true\n",
+    );
+    assert!(text.contains("\ngroup_imbalance = true\n"));
+    std::fs::write(&flagged, text).unwrap();
+    let mix = |phases: &str, profile: Option<&std::path::Path>| -> (f64, f64, String) {
+        let mut args = common::SIM_XEON_RUN.to_vec();
+        args.extend([
+            "--samples",
+            "2",
+            "--size",
+            "32M",
+            "--counts",
+            "20",
+            "--nb",
+            "0",
+            "--pnid=-1",
+            "--mem",
+            "A",
+            "--cpu",
+            "A",
+            "--load-phases",
+            phases,
+        ]);
+        if let Some(p) = profile {
+            args.extend(["--profile", p.to_str().unwrap()]);
+        }
+        let name = format!("{phases}-{}", profile.is_some());
+        let s = common::run_samples(&args, &tmp.path().join(&name));
+        let sum = |k: &str| -> f64 {
+            s.iter()
+                .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
+                .sum()
+        };
+        let run: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(tmp.path().join(&name).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        let kernel = run["kernel"].as_str().unwrap_or_default().to_string();
+        (sum("same_core"), sum("same_llc"), kernel)
+    };
+    let (core_s, llc_s, k_off) = mix("staggered", None);
+    let (core_sf, llc_sf, k_on) = mix("staggered", Some(&flagged));
+    let (core_rf, llc_rf, _) = mix("random", Some(&flagged));
+    eprintln!(
+        "moves to the SMT sibling / other cores: staggered {core_s} / {llc_s}, with the flag \
+         {core_sf} / {llc_sf}; random phases with the flag {core_rf} / {llc_rf}"
+    );
+    assert!(!k_off.contains("imbalance") && k_on.contains("group imbalance flag"));
+    let share = |c: f64, l: f64| c / (c + l);
+    assert!(
+        share(core_sf, llc_sf) < share(core_s, llc_s) - 0.1,
+        "staggered: the sibling's share falls"
+    );
+    assert!(
+        llc_rf > core_rf,
+        "random: other cores take it: {core_rf} / {llc_rf}"
+    );
+}

@@ -18,6 +18,7 @@
 //! numbers against the puller's decide, and then whether the probe may go.
 
 use super::engine::{Cause, Engine};
+use super::group_imb::GroupImbalance;
 use super::groups::GroupStats;
 use super::groups::{busier, pelt_sums, Candidate};
 use super::machine::LevelKind;
@@ -93,7 +94,14 @@ pub fn imbalanced(
 /// the probe's, and the first met is kept; the puller then finds a CPU with
 /// one pinned task and gives up, or finds the domain balanced. Domains of
 /// two groups have only one candidate.
-fn busiest_group(e: &Engine, d: usize, lg: usize, kind: Kind, t: f64) -> Option<usize> {
+fn busiest_group(
+    e: &Engine,
+    d: usize,
+    lg: usize,
+    kind: Kind,
+    t: f64,
+    flagged: Option<usize>,
+) -> Option<usize> {
     let groups = &e.m.domains[d].groups;
     if groups.len() <= 2 {
         return groups.iter().copied().find(|&g| g != lg);
@@ -115,7 +123,8 @@ fn busiest_group(e: &Engine, d: usize, lg: usize, kind: Kind, t: f64) -> Option<
             e.m.is_core(g),
             kind != Kind::Busy,
             e.p.kernel.smt_balance,
-        );
+        )
+        .flagged(flagged == Some(g));
         if best.as_ref().is_none_or(|(_, b)| busier(&c, b)) && c.g.nr_running > 0 {
             best = Some((g, c));
         }
@@ -222,7 +231,9 @@ pub fn locality(
 
 /// One balance attempt by CPU `x` at its domain of level `level` (an index
 /// into the machine's `cpu_domains[x]`): pulls the probe when the kernel
-/// would.
+/// would. It keeps the imbalance flag of `x`'s domain span
+/// ([`GroupImbalance`]): an ending in balance clears it, leaving the probe
+/// behind its pinned worker sets it.
 pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     let t = e.t;
     let cur = e.cur;
@@ -237,16 +248,28 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     if lg == bg {
         return false;
     }
+    let pg = GroupImbalance::parent_group(e.m, x, level);
+    // out_balanced: a balanced domain forgets its failures, and clears the
+    // flag of the puller's group one level up.
+    let balanced = |e: &mut Engine| {
+        e.failed[x][level] = 0;
+        if let Some(pg) = pg {
+            e.imb.clear(pg);
+        }
+        false
+    };
     if kind == Kind::Idle && balancer(e, x, level, lg, t) != Some(x) {
         // Another CPU of the group balances for it: out_balanced.
-        e.failed[x][level] = 0;
-        return false;
+        return balanced(e);
     }
     let local = stats(e, lg, false, t);
     let numa = dom.is_numa().then_some(dom.imb_numa_nr);
     let (prefer_sibling, nice, is_numa) = (dom.prefer_sibling, dom.cache_nice_tries, dom.is_numa());
     let periodic = kind == Kind::Idle;
-    match busiest_group(e, d, lg, kind, t) {
+    // Only the probe's groups are ever flagged.
+    let tick = e.tick_ns();
+    let flagged = e.imb.is_set(e.m, bg, cur, t, tick).then_some(bg);
+    match busiest_group(e, d, lg, kind, t, flagged) {
         Some(g) if g == bg => {}
         other => {
             // The busiest group holds only pinned workers: balanced, or
@@ -255,7 +278,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
             let imb = other
                 .is_some_and(|g| imbalanced(&local, &stats(e, g, false, t), prefer_sibling, numa));
             if !imb {
-                e.failed[x][level] = 0;
+                return balanced(e);
             } else if periodic {
                 e.failed[x][level] += 1;
             }
@@ -263,15 +286,24 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
         }
     }
     let busiest = stats(e, bg, true, t);
-    if !imbalanced(&local, &busiest, prefer_sibling, numa) {
-        // out_balanced: a balanced domain forgets its failures.
-        e.failed[x][level] = 0;
-        return false;
+    // A flagged busiest group is balanced by force, one task (the
+    // group_imbalanced cases of sched_balance_find_src_group() and
+    // calculate_imbalance()).
+    if flagged.is_none() && !imbalanced(&local, &busiest, prefer_sibling, numa) {
+        return balanced(e);
     }
+    // detach_tasks() meets the pinned worker (LBF_SOME_PINNED): if the
+    // probe stays, the imbalance is left and `x`'s group is flagged.
+    let left_behind = |e: &mut Engine| {
+        if let Some(pg) = pg {
+            e.imb.set(pg, level, t);
+        }
+    };
     let failed = e.failed[x][level];
     if e.probe_running(t) {
         // can_migrate_task: task_on_cpu. The active balancer takes it
         // once the failures pass cache_nice_tries + 2 (counted first).
+        left_behind(e);
         if periodic {
             e.failed[x][level] += 1;
         }
@@ -294,6 +326,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
         e.move_to(x, Cause::LoadBalance);
         return true;
     }
+    left_behind(e);
     if periodic {
         e.failed[x][level] += 1;
     }

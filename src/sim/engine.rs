@@ -30,6 +30,7 @@
 
 use super::balance::NewIdleStats;
 use super::balance::{self, Kind};
+use super::group_imb::{GroupImbalance, NewIdleAttempts};
 use super::load::{IdleStarts, LoadModel};
 use super::machine::Machine;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
@@ -165,6 +166,8 @@ pub struct Engine<'a> {
     next_idle_memo: Option<(f64, usize, usize)>,
     /// should_we_balance()'s answer per group span, with the time asked.
     pub balancer_cache: std::collections::HashMap<usize, (f64, Option<usize>)>,
+    /// Groups flagged imbalanced by failed attempts ([`GroupImbalance`]).
+    pub imb: GroupImbalance,
     res: SampleResult,
     phase: Phase,
     work_left: f64,
@@ -227,6 +230,7 @@ impl<'a> Engine<'a> {
             next_balance: vec![vec![0.0; levels]; m.len()],
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             balancer_cache: std::collections::HashMap::new(),
+            imb: GroupImbalance::new(p.kernel.group_imbalance),
             next_idle_memo: None,
             res: SampleResult {
                 run_ns: vec![0; m.len()],
@@ -295,6 +299,10 @@ impl<'a> Engine<'a> {
         self.spec.migration_cost_ns
     }
 
+    pub fn tick_ns(&self) -> f64 {
+        self.tick_ns
+    }
+
     pub fn sharing(&self) -> bool {
         self.share.is_some()
     }
@@ -361,12 +369,35 @@ impl<'a> Engine<'a> {
         let dram = self.dram_ns[self.m.node[to]];
         let refill = self.p.refill_ns(rel, self.spec.buffer_bytes, dram);
         self.charge_ns(refill);
-        self.share = if self.busy(to, self.t) {
+        self.imb.moved(self.m, to);
+        let share = if self.busy(to, self.t) {
             // Enqueued behind the running worker.
             Some((self.t, 0.0))
         } else {
             None
         };
+        self.set_share(share);
+    }
+
+    /// Starts or ends a sharing episode, keeping the imbalance flags'
+    /// bookkeeping: between episodes the probe's groups balance.
+    fn set_share(&mut self, share: Option<(f64, f64)>) {
+        match (self.share.is_some(), share.is_some()) {
+            (true, false) => self.imb.share_ended(self.t),
+            (false, true) if self.imb.any() => {
+                let newidle = NewIdleAttempts {
+                    seed: self.spec.seed,
+                    period_ns: self.load.period_ns,
+                    made: self.load.period_ns - self.load.busy_ns >= self.spec.migration_cost_ns,
+                    ni_random: self.p.kernel.ni_random,
+                    stats: &self.newidle,
+                };
+                let (m, load, shift, cur, t) = (self.m, self.load, self.shift, self.cur, self.t);
+                self.imb.share_started(m, load, shift, cur, t, &newidle);
+            }
+            _ => {}
+        }
+        self.share = share;
     }
 
     /// Assigns first-touch nodes to warm-up pages touched so far.
@@ -399,7 +430,7 @@ impl<'a> Engine<'a> {
         let start_node = self.m.node[start];
         (0..other).for_each(|p| self.numa.place(p, start_node));
         if self.busy(start, 0.0) {
-            self.share = Some((0.0, 0.0));
+            self.set_share(Some((0.0, 0.0)));
         }
         if !self.allowed[start] {
             // __set_cpus_allowed_ptr: any allowed CPU, idle ones first.
@@ -504,12 +535,13 @@ impl<'a> Engine<'a> {
         match ev {
             Ev::Phase => self.end_phase(),
             Ev::CurLoad => {
-                self.share = if self.busy(self.cur, at + 1e-6) {
+                let share = if self.busy(self.cur, at + 1e-6) {
                     // The probe finishes the slice it is in, then alternates.
                     Some((at, self.rng.unit() * self.slice_ns))
                 } else {
                     None
                 };
+                self.set_share(share);
             }
             Ev::SiblingLoad => {}
             Ev::NewIdle => {
@@ -548,7 +580,7 @@ impl<'a> Engine<'a> {
             Ev::NumaScan => self.numa_scan(),
         }
         if self.share.is_some() && !self.busy(self.cur, self.t) {
-            self.share = None;
+            self.set_share(None);
         }
     }
 

@@ -36,13 +36,16 @@ impl GroupStats {
 }
 
 /// group_classify()'s types that occur on symmetric CPUs, in the kernel's
-/// order (misfit, asym-packing and imbalanced groups need asymmetric CPUs
-/// or a failed affinity and are not modelled).
+/// order (misfit and asym-packing groups need asymmetric CPUs and are not
+/// modelled). `Imbalanced` is a group whose sched_group_capacity carries
+/// the `imbalance` flag: a balance attempt one level down, by one of its
+/// CPUs, failed because of CPU affinity (see [`Candidate::flagged`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupType {
     HasSpare,
     FullyBusy,
     SmtBalance,
+    Imbalanced,
     Overloaded,
 }
 
@@ -101,6 +104,15 @@ impl Candidate {
             v6_6: smt_balance,
         }
     }
+
+    /// group_classify() checks sg_imbalanced() right after overload: a
+    /// flagged group that is not overloaded is group_imbalanced.
+    pub fn flagged(mut self, imbalanced: bool) -> Self {
+        if imbalanced && self.ty != GroupType::Overloaded {
+            self.ty = GroupType::Imbalanced;
+        }
+        self
+    }
 }
 
 /// PELT's long-run (util, runnable) sums of a group of `weight` CPUs, in
@@ -128,6 +140,9 @@ pub fn busier(s: &Candidate, best: &Candidate) -> bool {
     };
     match s.ty {
         GroupType::Overloaded => s.avg_load > best.avg_load,
+        // "Select the 1st imbalanced group as we don't have any way to
+        // choose one more than another."
+        GroupType::Imbalanced => false,
         GroupType::SmtBalance if s.g.idle_cpus != 0 || best.g.idle_cpus != 0 => spare(s, best),
         // avg_load is 0 for both: 6.6+ keeps an SMT busiest and lets a
         // later group of another kind win; 6.1 keeps the first.
@@ -201,5 +216,22 @@ mod tests {
         // Fully busy ties keep the first met, SMT or not.
         let a = Candidate::new(g(8, 8, 8, 0), 7.5, 8.0, 117, false, true, false);
         assert!(!busier(&a, &a));
+    }
+
+    #[test]
+    fn a_flagged_group_is_imbalanced_above_all_but_overloaded_and_the_first_stays() {
+        let full = Candidate::new(g(2, 1, 2, 0), 1.2, 1.2, 117, true, true, true);
+        let probe = Candidate::new(g(2, 1, 2, 1), 1.6, 1.6, 117, true, true, true);
+        assert!(busier(&full, &probe));
+        let flagged = probe.flagged(true);
+        assert_eq!(flagged.ty, GroupType::Imbalanced);
+        assert!(busier(&flagged, &full) && !busier(&full, &flagged));
+        // Two flagged groups: the first met stays.
+        assert!(!busier(&flagged, &flagged));
+        // Overloaded stays overloaded, and outranks a flagged group.
+        let over = Candidate::new(g(1, 1, 2, 0), 1.0, 1.6, 110, false, true, true);
+        assert_eq!(over.flagged(true).ty, GroupType::Overloaded);
+        assert!(busier(&over, &flagged));
+        assert_eq!(probe.flagged(false), probe);
     }
 }

@@ -87,6 +87,15 @@ impl LoadModel {
         }
     }
 
+    /// The last time at or before load time `t` at which CPU `c`'s worker
+    /// went to sleep (its CPU went idle); None without a duty cycle.
+    pub fn last_idle_start(&self, c: usize, t: f64) -> Option<f64> {
+        if self.busy_ns <= 0.0 || self.busy_ns >= self.period_ns {
+            return None;
+        }
+        Some(t - self.wrap(t - self.phase[c] - self.busy_ns))
+    }
+
     /// The next time after `t` at which CPU `c`'s worker starts or stops
     /// (at least a picosecond later, so rounding never repeats a transition).
     pub fn next_transition(&self, c: usize, t: f64) -> f64 {

@@ -13,6 +13,7 @@
 
 pub mod balance;
 pub mod engine;
+pub mod group_imb;
 pub mod groups;
 pub mod load;
 pub mod machine;
@@ -72,11 +73,16 @@ pub fn access_by_node(
 /// The simulated kernel, as run.json and the jobs record name it.
 pub fn kernel_label(profile: &Profile) -> String {
     format!(
-        "sim model {MODEL_VERSION}: Linux 6.12 + PNID patch{}, profile {}",
+        "sim model {MODEL_VERSION}: Linux 6.12 + PNID patch{}{}, profile {}",
         if profile.kernel.ni_random {
             ""
         } else {
             " without NI_RANDOM"
+        },
+        if profile.kernel.group_imbalance {
+            ", group imbalance flag"
+        } else {
+            ""
         },
         profile.name
     )

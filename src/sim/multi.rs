@@ -205,6 +205,12 @@ pub struct Multi<'a> {
     pub failed: Vec<Vec<u32>>,
     pub last_balance: Vec<Vec<f64>>,
     pub newidle: Vec<Vec<NewIdleStats>>,
+    /// sched_group_capacity's `imbalance` flag, per span
+    /// ([`super::multi_lb::try_balance`]); never set unless the profile's
+    /// `kernel.group_imbalance` is on.
+    pub group_imbalance: Vec<bool>,
+    /// How many spans are flagged.
+    pub flagged: usize,
     /// Probes waiting (runnable, not running) anywhere.
     pub waiting: usize,
     alive: usize,
@@ -284,10 +290,27 @@ impl<'a> Multi<'a> {
             failed: vec![vec![0; levels]; m.len()],
             last_balance: vec![vec![f64::NEG_INFINITY; levels]; m.len()],
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
+            group_imbalance: vec![false; m.span_count()],
+            flagged: 0,
             waiting: 0,
             alive: spec.jobs.len(),
             ticks: 0,
             events: 0,
+        }
+    }
+
+    /// Sets or clears span `g`'s imbalance flag.
+    pub fn flag_group(&mut self, g: usize, on: bool) {
+        if on && !self.p.kernel.group_imbalance {
+            return;
+        }
+        if self.group_imbalance[g] != on {
+            self.group_imbalance[g] = on;
+            if on {
+                self.flagged += 1;
+            } else {
+                self.flagged -= 1;
+            }
         }
     }
 
@@ -542,7 +565,9 @@ impl<'a> Multi<'a> {
     /// CPU `c` just went idle: newly-idle balancing after the profile's
     /// wake-up jitter (as the one-probe engine times it).
     fn idle_now(&mut self, c: usize) {
-        if self.waiting == 0 {
+        // Nothing waits, nothing can be pulled; but while a group is flagged
+        // the attempt still matters, since ending balanced clears the flag.
+        if self.waiting == 0 && self.flagged == 0 {
             return;
         }
         let k = super::load::floor(self.lt(self.t) / self.load.period_ns) as u64;

@@ -12,6 +12,16 @@
 //! when it holds no probe the puller may take, the attempt ends balanced or
 //! failed there, as sched_balance_rq() does with a CPU of one pinned task.
 //!
+//! Affinity leaves a mark one level up, as sched_balance_rq() leaves it: an
+//! attempt that met a task it may not move (every worker is pinned) and
+//! left imbalance flags its parent domain's local group
+//! (`sd_parent->groups->sgc->imbalance`); group_classify() calls a flagged
+//! group imbalanced, which only an overloaded group outranks as the
+//! busiest, and which is balanced by force, one task; the next attempt at
+//! that level by one of the group's CPUs that ends balanced clears it. So
+//! a probe left behind its worker (running, or hot) is taken by another
+//! core or node sooner than its group's numbers alone would say.
+//!
 //! Left out, and why: load is PELT's long-run value (1 per probe, the duty
 //! cycle per worker); the balance interval does not double when balanced
 //! (docs/sim.md: with it both engines cross nodes less than the kernels
@@ -21,7 +31,7 @@
 
 use super::balance::{self, sibling_imbalance, Kind};
 use super::engine::Cause;
-use super::groups::{busier, pelt_sums, Candidate, GroupStats};
+use super::groups::{busier, pelt_sums, Candidate, GroupStats, GroupType};
 use super::machine::{Domain, LevelKind};
 use super::multi::{Ent, Multi};
 
@@ -183,6 +193,25 @@ fn pelt(e: &Multi, span: usize) -> (f64, f64) {
     pelt_sums(cpus.len(), duty, probe_cpus, probes)
 }
 
+/// The span whose sched_group_capacity sched_balance_rq() flags when an
+/// attempt by CPU `x` at `level` fails because of affinity: its parent
+/// domain's first group (`sd_parent->groups`), the one holding `x`, which
+/// is this domain's span. None at the top level.
+fn parent_group(e: &Multi, x: usize, level: usize) -> Option<usize> {
+    (level + 1 < e.m.cpu_domains[x].len()).then(|| e.m.domains[e.m.cpu_domains[x][level]].span)
+}
+
+/// out_balanced: the attempt found balance (or another CPU balances for
+/// the group), so it clears the parent group's imbalance flag ("only if
+/// other tasks got a chance to move") and forgets the domain's failures.
+fn balanced(e: &mut Multi, x: usize, level: usize) -> bool {
+    if let Some(pg) = parent_group(e, x, level) {
+        e.flag_group(pg, false);
+    }
+    e.failed[x][level] = 0;
+    false
+}
+
 /// One balance attempt by CPU `x` at its domain `level`; true when it
 /// moved a probe.
 pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
@@ -191,8 +220,7 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     let lg = e.m.cpu_group[x][level];
     let smt_level = matches!(dom.kind, LevelKind::Smt);
     if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
-        e.failed[x][level] = 0;
-        return false;
+        return balanced(e, x, level);
     }
     // update_sd_lb_stats(): every group once, met from the puller's own,
     // wrapping; the domain's average, the busiest and the local group all
@@ -209,10 +237,9 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         weight += s.g.weight;
     }
     let sd_avg = total / weight.max(1) as f64;
-    let mut best: Option<(usize, Stats, Candidate)> = None;
-    for &(g, s) in &all[1..] {
+    let candidate = |g: usize, s: &Stats| {
         let (util, runnable) = pelt(e, g);
-        let c = Candidate::new(
+        Candidate::new(
             s.g,
             util,
             runnable,
@@ -220,22 +247,38 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
             e.m.is_core(g),
             kind != Kind::Busy,
             e.p.kernel.smt_balance,
-        );
+        )
+        .flagged(e.group_imbalance[g])
+    };
+    let mut best: Option<(usize, Stats, Candidate)> = None;
+    for &(g, s) in &all[1..] {
+        let c = candidate(g, &s);
         if c.g.nr_running > 0 && best.as_ref().is_none_or(|(_, _, b)| busier(&c, b)) {
             best = Some((g, s, c));
         }
     }
-    let Some((bg, busiest, _)) = best else {
-        e.failed[x][level] = 0;
-        return false;
+    let Some((bg, busiest, bc)) = best else {
+        return balanced(e, x, level);
     };
     let local = all[0].1;
-    let Some(imb) = decide(&local, &busiest, sd_avg, dom, kind) else {
-        e.failed[x][level] = 0;
-        return false;
+    let local_ty = candidate(lg, &local).ty;
+    let imb = if bc.ty == GroupType::Imbalanced {
+        // "If the busiest group is imbalanced the below checks don't work
+        // because they assume all things are equal": force_balance, one
+        // task (calculate_imbalance's group_imbalanced case).
+        Imbalance::Tasks(1.0)
+    } else if local_ty == GroupType::Imbalanced && bc.ty != GroupType::Overloaded {
+        // The local group is busier than the busiest.
+        return balanced(e, x, level);
+    } else {
+        match decide(&local, &busiest, sd_avg, dom, kind) {
+            Some(imb) => imb,
+            None => return balanced(e, x, level),
+        }
     };
     let nice = dom.cache_nice_tries;
     let is_numa = dom.is_numa();
+    let flag = parent_group(e, x, level);
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
@@ -253,8 +296,15 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     let Some(src) = src else {
         if let Imbalance::Util(_) = imb {
             // It skips CPUs of one task: no busiest CPU, out_balanced.
-            e.failed[x][level] = 0;
-            return false;
+            return balanced(e, x, level);
+        }
+        // A CPU of two or more tasks, all pinned away from `x`: detach_tasks
+        // met them (LBF_SOME_PINNED), and the parent group is flagged
+        // before the LBF_ALL_PINNED retry gives up.
+        if let Some(pg) = flag {
+            if e.m.span(bg).iter().any(|&c| e.rqs[c].nr_running() > 1) {
+                e.flag_group(pg, true);
+            }
         }
         if kind != Kind::NewlyIdle {
             e.failed[x][level] += 1;
@@ -268,6 +318,11 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     };
     let mut moved = 0;
     let mut active_candidate = None;
+    // detach_tasks() runs on a source of two or more tasks, and
+    // can_migrate_task() checks affinity first, so a worker there (always
+    // pinned) or a probe pinned away from `x` sets LBF_SOME_PINNED.
+    let some_pinned = e.rqs[src].nr_running() > 1
+        && (e.rqs[src].worker_busy || probes_on(e, src).iter().any(|&i| !e.tasks[i].allowed[x]));
     for i in probes_on(e, src) {
         if !e.tasks[i].allowed[x] {
             continue;
@@ -308,6 +363,13 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
             break;
         }
     }
+    // "We failed to reach balance because of affinity": the parent group
+    // is flagged while imbalance is left after detach_tasks().
+    if let Some(pg) = flag {
+        if some_pinned && left > 0.0 {
+            e.flag_group(pg, true);
+        }
+    }
     if moved > 0 {
         e.failed[x][level] = 0;
         return true;
@@ -329,7 +391,9 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
 
 /// sched_balance_newidle() on CPU `x`, which has just gone idle.
 pub fn newidle(e: &mut Multi, x: usize) {
-    if e.rqs[x].curr.is_some() || e.waiting == 0 {
+    // With nothing waiting nothing can move; the attempts are made all the
+    // same while a group is flagged, since one that ends balanced clears it.
+    if e.rqs[x].curr.is_some() || (e.waiting == 0 && e.flagged == 0) {
         return;
     }
     // It gives up when the CPU's idle periods are shorter than

@@ -4,7 +4,7 @@
 use super::*;
 use crate::sim::balance::Kind;
 use crate::sim::groups::GroupStats;
-use crate::sim::multi_lb::{decide, Imbalance, Stats};
+use crate::sim::multi_lb::{self, decide, Imbalance, Stats};
 use crate::sim::{load::LoadModel, Machine, Profile};
 use crate::topology::presets;
 
@@ -274,4 +274,67 @@ fn the_waiting_count_is_the_probes_queued_behind_others() {
         let on_cpu: u64 = r.jobs.iter().flat_map(|j| j.run_ns.iter()).sum();
         assert!(on_cpu <= r.wall_ns * m.len() as u64 + 150, "time adds up");
     }
+}
+
+#[test]
+fn a_probe_left_behind_its_pinned_worker_flags_the_group_above_until_a_balanced_attempt() {
+    // sched_balance_rq(): an attempt that meets a task it may not move
+    // (LBF_SOME_PINNED) and leaves imbalance sets the imbalance flag of its
+    // parent domain's local group; group_classify() calls that group
+    // imbalanced, update_sd_pick_busiest() ranks it above an SMT core of
+    // two busy workers, and an attempt that ends balanced clears it.
+    // (The profile's kernel.group_imbalance turns it on.)
+    let m = machine("xeon-8167m-2n");
+    let mut p = Profile::load("xeon-8167m").unwrap();
+    assert!(!p.kernel.group_imbalance, "off by default");
+    p.kernel.group_imbalance = true;
+    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let job = Job {
+        allowed: (0..m.len()).collect(),
+        mem: MemPolicy::Float,
+        forced: None,
+    };
+    let s = spec(vec![job], false, 1);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    let busy = |e: &mut Multi, c: usize| {
+        e.rqs[c].worker_busy = true;
+        e.join(c, Ent::Worker);
+    };
+    // CPU 0 runs the probe with its worker queued; x is its SMT sibling
+    // (idle); y (CPU 2) is idle in another core of node 0, and core 3, met
+    // before the probe's from y, has both workers busy.
+    let (x, y) = (m.siblings[0][0], 2);
+    assert_eq!(m.siblings[3].len(), 1);
+    e.t = 1e9;
+    e.start(0, 0);
+    busy(&mut e, 0);
+    busy(&mut e, 3);
+    busy(&mut e, m.siblings[3][0]);
+    let (smt, mc) = (0, 1);
+    let core = m.domains[m.cpu_domains[x][smt]].span;
+    let node = m.domains[m.cpu_domains[y][mc]].span;
+    assert_eq!(m.span(core), &[0, x][..]);
+    // Unflagged, y's busiest group is core 3: nothing there to take, no
+    // CPU with two tasks, no flag.
+    assert!(!multi_lb::try_balance(&mut e, y, mc, Kind::NewlyIdle));
+    assert!(!e.group_imbalance[core] && !e.group_imbalance[node]);
+    // x finds the probe running: it stays, the worker is pinned, the core
+    // is flagged.
+    assert!(!multi_lb::try_balance(&mut e, x, smt, Kind::NewlyIdle));
+    assert!(e.group_imbalance[core], "flagged by the SMT attempt");
+    // Now the flagged core is y's busiest: still running, the probe stays
+    // and y flags its node.
+    assert!(!multi_lb::try_balance(&mut e, y, mc, Kind::NewlyIdle));
+    assert!(e.group_imbalance[node], "flagged by the MC attempt");
+    // The worker's turn: the probe waits, cold (ran 1 ms ago), and y takes
+    // it from the flagged core.
+    e.leave(0, Ent::Task(0));
+    e.join(0, Ent::Task(0));
+    e.tasks[0].last_ran = e.t - 1e6;
+    assert!(multi_lb::try_balance(&mut e, y, mc, Kind::NewlyIdle));
+    assert_eq!(e.tasks[0].cpu, y);
+    // x's next attempt finds one task on CPU 0: balanced, the flag goes.
+    assert!(!multi_lb::try_balance(&mut e, x, smt, Kind::NewlyIdle));
+    assert!(!e.group_imbalance[core], "cleared by a balanced attempt");
+    assert_eq!(e.flagged, 1, "the node's flag is left");
 }

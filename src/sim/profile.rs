@@ -97,10 +97,21 @@ pub struct KernelCosts {
     /// fully busy group of other kinds win a tie; 6.1 (false) has neither.
     #[serde(default = "yes")]
     pub smt_balance: bool,
+    /// Model the flag a balance attempt that failed for affinity leaves on
+    /// its parent domain's local group (`sgc->imbalance`, then
+    /// group_imbalanced). Every kernel has it; the model keeps it off by
+    /// default while its calibration is open (docs/sim.md, "The group
+    /// imbalance flag"). Left out of the profile's record when off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub group_imbalance: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Built-in profiles: (name, TOML text).
