@@ -359,6 +359,63 @@ fn a_forced_node_holds_the_probe_only_when_the_load_does_not_prefer_its_node() {
     assert!(local < dflt * 0.3, "default {dflt:.1}, local {local:.1}");
 }
 
+/// The Xeon profile with one line of its `[kernel]` table replaced,
+/// written into `dir`.
+fn xeon_profile(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/xeon-8167m.toml"
+    ))
+    .unwrap()
+    .replace(from, to);
+    assert!(text.contains(to), "{name}: {from:?} not found");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A probe pinned to node A under the load's `phases`: its moves to the
+/// SMT sibling and to other cores of the LLC (two samples), and the
+/// simulated kernel's name from run.json.
+fn pinned_mix(dir: &Path, phases: &str, profile: Option<&Path>) -> (f64, f64, String) {
+    let mut args = common::SIM_XEON_RUN.to_vec();
+    args.extend([
+        "--samples",
+        "2",
+        "--size",
+        "32M",
+        "--counts",
+        "20",
+        "--nb",
+        "0",
+        "--pnid=-1",
+        "--mem",
+        "A",
+        "--cpu",
+        "A",
+        "--load-phases",
+        phases,
+    ]);
+    let name = match profile {
+        Some(p) => {
+            args.extend(["--profile", p.to_str().unwrap()]);
+            format!("{phases}-{}", p.file_stem().unwrap().to_string_lossy())
+        }
+        None => format!("{phases}-default"),
+    };
+    let out = dir.join(name);
+    let s = common::run_samples(&args, &out);
+    let sum = |k: &str| -> f64 {
+        s.iter()
+            .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
+            .sum()
+    };
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let kernel = run["kernel"].as_str().unwrap_or_default().to_string();
+    (sum("same_core"), sum("same_llc"), kernel)
+}
+
 #[test]
 fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
     // Pinned to node A, the probe can only move within the node. With
@@ -373,49 +430,15 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
     // busiest, and a fixed pattern of phases keeps finding another core
     // first: the probe stays in its core.
     let tmp = tempfile::tempdir().unwrap();
-    let v6_1 = tmp.path().join("xeon-6.1.toml");
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/xeon-8167m.toml"
-    ))
-    .unwrap()
-    .replace("\nsmt_balance = true\n", "\nsmt_balance = false\n");
-    assert!(text.contains("\nsmt_balance = false\n"));
-    std::fs::write(&v6_1, text).unwrap();
-    let mix = |phases: &str, profile: Option<&std::path::Path>| -> (f64, f64) {
-        let mut args = common::SIM_XEON_RUN.to_vec();
-        args.extend([
-            "--samples",
-            "2",
-            "--size",
-            "32M",
-            "--counts",
-            "20",
-            "--nb",
-            "0",
-            "--pnid=-1",
-            "--mem",
-            "A",
-            "--cpu",
-            "A",
-            "--load-phases",
-            phases,
-        ]);
-        if let Some(p) = profile {
-            args.extend(["--profile", p.to_str().unwrap()]);
-        }
-        let name = format!("{phases}-{}", profile.is_some());
-        let s = common::run_samples(&args, &tmp.path().join(name));
-        let sum = |k: &str| -> f64 {
-            s.iter()
-                .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
-                .sum()
-        };
-        (sum("same_core"), sum("same_llc"))
-    };
-    let (core_s, llc_s) = mix("staggered", None);
-    let (core_r, llc_r) = mix("random", None);
-    let (core_1, llc_1) = mix("random", Some(&v6_1));
+    let v6_1 = xeon_profile(
+        tmp.path(),
+        "xeon-6.1.toml",
+        "\nsmt_balance = true\n",
+        "\nsmt_balance = false\n",
+    );
+    let (core_s, llc_s, _) = pinned_mix(tmp.path(), "staggered", None);
+    let (core_r, llc_r, _) = pinned_mix(tmp.path(), "random", None);
+    let (core_1, llc_1, _) = pinned_mix(tmp.path(), "random", Some(&v6_1));
     eprintln!(
         "moves to the SMT sibling / to other cores of the LLC: staggered {core_s} / {llc_s}, \
          random {core_r} / {llc_r}, random with 6.1's busiest group {core_1} / {llc_1}"
@@ -434,57 +457,15 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
     // previous test), and under staggered ones fewer of its moves go to
     // the sibling.
     let tmp = tempfile::tempdir().unwrap();
-    let flagged = tmp.path().join("xeon-flag.toml");
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/xeon-8167m.toml"
-    ))
-    .unwrap()
-    .replace(
+    let flagged = xeon_profile(
+        tmp.path(),
+        "xeon-flag.toml",
         "\nsmt_balance = true\n",
         "\nsmt_balance = true\ngroup_imbalance = true\n",
     );
-    assert!(text.contains("\ngroup_imbalance = true\n"));
-    std::fs::write(&flagged, text).unwrap();
-    let mix = |phases: &str, profile: Option<&std::path::Path>| -> (f64, f64, String) {
-        let mut args = common::SIM_XEON_RUN.to_vec();
-        args.extend([
-            "--samples",
-            "2",
-            "--size",
-            "32M",
-            "--counts",
-            "20",
-            "--nb",
-            "0",
-            "--pnid=-1",
-            "--mem",
-            "A",
-            "--cpu",
-            "A",
-            "--load-phases",
-            phases,
-        ]);
-        if let Some(p) = profile {
-            args.extend(["--profile", p.to_str().unwrap()]);
-        }
-        let name = format!("{phases}-{}", profile.is_some());
-        let s = common::run_samples(&args, &tmp.path().join(&name));
-        let sum = |k: &str| -> f64 {
-            s.iter()
-                .map(|r| r["probe"]["migrations"][k].as_f64().unwrap())
-                .sum()
-        };
-        let run: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(tmp.path().join(&name).join("run.json")).unwrap(),
-        )
-        .unwrap();
-        let kernel = run["kernel"].as_str().unwrap_or_default().to_string();
-        (sum("same_core"), sum("same_llc"), kernel)
-    };
-    let (core_s, llc_s, k_off) = mix("staggered", None);
-    let (core_sf, llc_sf, k_on) = mix("staggered", Some(&flagged));
-    let (core_rf, llc_rf, _) = mix("random", Some(&flagged));
+    let (core_s, llc_s, k_off) = pinned_mix(tmp.path(), "staggered", None);
+    let (core_sf, llc_sf, k_on) = pinned_mix(tmp.path(), "staggered", Some(&flagged));
+    let (core_rf, llc_rf, _) = pinned_mix(tmp.path(), "random", Some(&flagged));
     eprintln!(
         "moves to the SMT sibling / other cores: staggered {core_s} / {llc_s}, with the flag \
          {core_sf} / {llc_sf}; random phases with the flag {core_rf} / {llc_rf}"
