@@ -22,6 +22,10 @@
 //! probe's own CPU's periodic balance (busy_factor times the interval),
 //! and the group's CPUs once the probe has left it (left out: the few
 //! milliseconds until they next balance).
+//!
+//! Modelled only when the profile's `kernel.group_imbalance` is on (off by
+//! default: docs/sim.md, "The group imbalance flag", says what it does to
+//! the calibration and why).
 
 use super::balance::NewIdleStats;
 use super::load::LoadModel;
