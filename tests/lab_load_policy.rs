@@ -20,9 +20,13 @@ D=/sys/kernel/debug/sched/numa_balancing
 [ -d $D ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
 echo 200 > $D/scan_delay_ms; echo 200 > $D/scan_period_min_ms
 echo "knobs $(cat $D/scan_delay_ms) $(cat $D/scan_period_min_ms)"
+# The load runs until it is read and TERMed (its normal end, exit 0): with
+# a fixed --duration 10 against `sleep 8`, a slow emulator read the last
+# workers after they had exited (CI, a loaded host: "can't open
+# /proc/118/task/123/comm"). --duration only bounds a script gone wrong.
 for pol in default local; do
     echo @@$pol
-    numalab load --percent 60 --duration 10 --policy $pol >/dev/null 2>&1 &
+    numalab load --percent 60 --duration 120 --policy $pol >/dev/null 2>&1 &
     P=$!
     sleep 8
     for t in /proc/$P/task/*; do
@@ -34,7 +38,7 @@ for pol in default local; do
             ;;
         esac
     done
-    wait $P; echo "rc=$?"
+    kill $P; wait $P; echo "rc=$?"
 done
 echo @@end
 "#;
