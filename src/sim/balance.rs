@@ -18,7 +18,6 @@
 //! numbers against the puller's decide, and then whether the probe may go.
 
 use super::engine::{Cause, Engine};
-use super::group_imb::GroupImbalance;
 use super::groups::GroupStats;
 use super::groups::{busier, pelt_sums, Candidate};
 use super::machine::LevelKind;
@@ -248,7 +247,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     if lg == bg {
         return false;
     }
-    let pg = GroupImbalance::parent_group(e.m, x, level);
+    let pg = e.m.parent_group(x, level);
     // out_balanced: a balanced domain forgets its failures, and clears the
     // flag of the puller's group one level up.
     let balanced = |e: &mut Engine| {

@@ -59,12 +59,6 @@ impl GroupImbalance {
         }
     }
 
-    /// The group an attempt by `x` at `level` flags or clears: the span of
-    /// its domain there, when a parent domain exists.
-    pub fn parent_group(m: &Machine, x: usize, level: usize) -> Option<usize> {
-        (level + 1 < m.cpu_domains[x].len()).then(|| m.domains[m.cpu_domains[x][level]].span)
-    }
-
     pub fn set(&mut self, span: usize, level: usize, t: f64) {
         if !self.enabled {
             return;

@@ -213,6 +213,15 @@ impl Machine {
                 .all(|c| s.binary_search(c).is_ok())
     }
 
+    /// The group whose sched_group_capacity an attempt by CPU `x` at
+    /// `level` flags or clears (sched_balance_rq()'s
+    /// `sd_parent->groups`): the parent domain's group holding `x`, which
+    /// is the span of `x`'s domain at `level`. None at the top level.
+    pub fn parent_group(&self, x: usize, level: usize) -> Option<usize> {
+        (level + 1 < self.cpu_domains[x].len())
+            .then(|| self.domains[self.cpu_domains[x][level]].span)
+    }
+
     /// The group of domain `d` that holds CPU `c`.
     pub fn group_of(&self, d: usize, c: usize) -> Option<usize> {
         self.domains[d]

@@ -15,8 +15,7 @@
 //! With the profile's `kernel.group_imbalance` (off by default, see
 //! docs/sim.md), affinity leaves a mark one level up, as sched_balance_rq()
 //! leaves it: an attempt that met a task it may not move (every worker is
-//! pinned) and
-//! left imbalance flags its parent domain's local group
+//! pinned) and left imbalance flags its parent domain's local group
 //! (`sd_parent->groups->sgc->imbalance`); group_classify() calls a flagged
 //! group imbalanced, which only an overloaded group outranks as the
 //! busiest, and which is balanced by force, one task; the next attempt at
@@ -28,9 +27,9 @@
 //! cycle per worker); the balance interval does not double when balanced
 //! (docs/sim.md: with it both engines cross nodes less than the kernels
 //! traced; with the imbalance flag it is the brake the flag lacks on a
-//! large loaded machine); misfit and asym-packing groups (none on these machines'
-//! symmetric CPUs) are not modelled; exec placement takes the least loaded
-//! CPU of the node with the most idle CPUs.
+//! large loaded machine); misfit and asym-packing groups (none on these
+//! machines' symmetric CPUs) are not modelled; exec placement takes the
+//! least loaded CPU of the node with the most idle CPUs.
 
 use super::balance::{self, sibling_imbalance, Kind};
 use super::engine::Cause;
@@ -196,19 +195,11 @@ fn pelt(e: &Multi, span: usize) -> (f64, f64) {
     pelt_sums(cpus.len(), duty, probe_cpus, probes)
 }
 
-/// The span whose sched_group_capacity sched_balance_rq() flags when an
-/// attempt by CPU `x` at `level` fails because of affinity: its parent
-/// domain's first group (`sd_parent->groups`), the one holding `x`, which
-/// is this domain's span. None at the top level.
-fn parent_group(e: &Multi, x: usize, level: usize) -> Option<usize> {
-    (level + 1 < e.m.cpu_domains[x].len()).then(|| e.m.domains[e.m.cpu_domains[x][level]].span)
-}
-
 /// out_balanced: the attempt found balance (or another CPU balances for
 /// the group), so it clears the parent group's imbalance flag ("only if
 /// other tasks got a chance to move") and forgets the domain's failures.
 fn balanced(e: &mut Multi, x: usize, level: usize) -> bool {
-    if let Some(pg) = parent_group(e, x, level) {
+    if let Some(pg) = e.m.parent_group(x, level) {
         e.flag_group(pg, false);
     }
     e.failed[x][level] = 0;
@@ -264,13 +255,16 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         return balanced(e, x, level);
     };
     let local = all[0].1;
-    let local_ty = candidate(lg, &local).ty;
+    // Only a flagged local group is classified again (its PELT sums decide
+    // whether it is overloaded instead).
+    let local_imbalanced =
+        e.group_imbalance[lg] && candidate(lg, &local).ty == GroupType::Imbalanced;
     let imb = if bc.ty == GroupType::Imbalanced {
         // "If the busiest group is imbalanced the below checks don't work
         // because they assume all things are equal": force_balance, one
         // task (calculate_imbalance's group_imbalanced case).
         Imbalance::Tasks(1.0)
-    } else if local_ty == GroupType::Imbalanced && bc.ty != GroupType::Overloaded {
+    } else if local_imbalanced && bc.ty != GroupType::Overloaded {
         // The local group is busier than the busiest.
         return balanced(e, x, level);
     } else {
@@ -281,7 +275,11 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     };
     let nice = dom.cache_nice_tries;
     let is_numa = dom.is_numa();
-    let flag = parent_group(e, x, level);
+    // The group a failure for affinity flags; None when the profile does
+    // not model the flag, so the checks below cost nothing then.
+    let flag =
+        e.m.parent_group(x, level)
+            .filter(|_| e.p.kernel.group_imbalance);
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
@@ -324,7 +322,8 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     // detach_tasks() runs on a source of two or more tasks, and
     // can_migrate_task() checks affinity first, so a worker there (always
     // pinned) or a probe pinned away from `x` sets LBF_SOME_PINNED.
-    let some_pinned = e.rqs[src].nr_running() > 1
+    let some_pinned = flag.is_some()
+        && e.rqs[src].nr_running() > 1
         && (e.rqs[src].worker_busy || probes_on(e, src).iter().any(|&i| !e.tasks[i].allowed[x]));
     for i in probes_on(e, src) {
         if !e.tasks[i].allowed[x] {
