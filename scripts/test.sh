@@ -17,6 +17,11 @@
 # in phase 1, with nothing beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lanes=${NUMALAB_LAB_LANES:-$(nproc)}
+if ! [[ $lanes =~ ^[1-9][0-9]*$ ]]; then
+    echo "test.sh: NUMALAB_LAB_LANES must be a whole number of 1 or more, not '$lanes'" >&2
+    exit 2
+fi
 bash scripts/deps.sh
 
 if (($#)); then
@@ -51,12 +56,6 @@ for t in "${lab[@]}"; do
     [[ " ${queue[*]} " == *" $t "* ]] || queue+=("$t")
 done
 
-lanes=${NUMALAB_LAB_LANES:-$(nproc)}
-if ! [[ $lanes =~ ^[1-9][0-9]*$ ]]; then
-    echo "test.sh: NUMALAB_LAB_LANES must be a whole number of 1 or more, not '$lanes'" >&2
-    exit 2
-fi
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/numalab-test.XXXXXX")
 pids=()
 cleanup() {
@@ -65,7 +64,9 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 printf '%s\n' "${queue[@]}" >"$work/queue"
 : >"$work/queue.lock"
