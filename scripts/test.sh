@@ -7,8 +7,11 @@
 # With arguments, they go to `cargo test --release` as they are (one test
 # binary, a name filter...). Without, the tests run in two phases:
 #  1. every test binary but the lab's, as `cargo test` runs them;
-#  2. the lab's (tests/lab_*.rs), NUMALAB_LAB_LANES binaries at a time
-#     (default: the CPU count), longest first, one test thread each.
+#  2. the lab tests that must have the machine to themselves (a
+#     tests/lab_*.rs whose first line is `//! test.sh: alone`: a
+#     multi-threaded TCG guest, whose vCPUs take every host core), one by one;
+#  3. the other lab tests, NUMALAB_LAB_LANES binaries at a time (default:
+#     the CPU count), longest first, one test thread each.
 # Why: a lab test spends its time in one QEMU guest, and TCG runs a guest on
 # one host thread, so `cargo test` running them one binary after another
 # left all but one core idle for most of the run (CI on 2 cores: 30 of its
@@ -30,11 +33,17 @@ fi
 
 cargo test --release --no-run
 
-lab=() other=()
+lab=() alone=() other=()
 for f in tests/*.rs; do
     name=$(basename "$f" .rs)
     case $name in
-        lab_*) lab+=("$name") ;;
+        lab_*)
+            if [ "$(head -n 1 "$f")" = "//! test.sh: alone" ]; then
+                alone+=(--test "$name")
+            else
+                lab+=("$name")
+            fi
+            ;;
         *) other+=(--test "$name") ;;
     esac
 done
@@ -42,6 +51,10 @@ done
 echo "test.sh: phase 1: unit, integration and doc tests"
 cargo test --release --lib --bins "${other[@]}"
 cargo test --release --doc
+if ((${#alone[@]})); then
+    echo "test.sh: phase 2: lab tests that run alone"
+    cargo test --release "${alone[@]}"
+fi
 
 # Longest first (seconds measured on CI's 2-core machine, kernel build
 # included in lab_pnid, which comes early so the other PNID tests find the
@@ -97,7 +110,7 @@ lane() {
     done
 }
 
-echo "test.sh: phase 2: ${#queue[@]} lab test binaries, $lanes at a time"
+echo "test.sh: phase 3: ${#queue[@]} lab test binaries, $lanes at a time"
 : >"$work/verdicts"
 for ((i = 1; i <= lanes; i++)); do
     lane "$i" &

@@ -241,45 +241,12 @@ fn table(lab: &BTreeMap<u64, Row>, sim: &BTreeMap<u64, Row>, dists: &[u32]) -> S
     t
 }
 
-/// The `lab-tcg` profile with `kernel.ni_random` and `kernel.smt_balance`
-/// as the guest's kernel has them.
-fn profile(dir: &Path, ni_random: bool, smt_balance: bool) -> std::path::PathBuf {
-    let path = dir.join(format!("lab-tcg-ni-random-{ni_random}.toml"));
-    let base = std::fs::read_to_string(lab::repo().join("profiles/lab-tcg.toml")).unwrap();
-    assert!(
-        base.contains("\nni_random = true\n") && base.contains("\nsmt_balance = false\n"),
-        "profiles/lab-tcg.toml changed"
-    );
-    let text = base
-        .replace("name = \"lab-tcg\"", "name = \"lab-tcg-guest\"")
-        .replace(
-            "\nni_random = true\n",
-            &format!("\nni_random = {ni_random}\n"),
-        )
-        .replace(
-            "\nsmt_balance = false\n",
-            &format!("\nsmt_balance = {smt_balance}\n"),
-        );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Whether a kernel release (`uname -r`) has group_smt_balance: Linux 6.6
-/// and later (commit fee1759e4f04).
-fn has_smt_balance(release: &str) -> bool {
-    let mut v = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|x| x.parse::<u32>().ok());
-    let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-    (major, minor) >= (6, 6)
-}
-
 #[test]
 fn smt_balance_follows_the_kernel_release() {
-    assert!(!has_smt_balance("6.1.0-56-amd64"));
-    assert!(has_smt_balance("6.12.117-numalab-pnid"));
-    assert!(has_smt_balance("6.6.0"));
-    assert!(!has_smt_balance("5.15.0-91-generic"));
+    assert!(!lab::has_smt_balance("6.1.0-56-amd64"));
+    assert!(lab::has_smt_balance("6.12.117-numalab-pnid"));
+    assert!(lab::has_smt_balance("6.6.0"));
+    assert!(!lab::has_smt_balance("5.15.0-91-generic"));
 }
 
 fn sim_run(case: &Case, dir: &Path, profile: &Path, name: &str) -> (Value, Vec<Value>) {
@@ -347,7 +314,7 @@ fn compare(case: &Case) {
     // NI_RANDOM or NO_NI_RANDOM is listed where the kernel has the feature.
     let features: Vec<&str> = s["features"].split_whitespace().collect();
     let ni_random = features.contains(&"NI_RANDOM");
-    let smt_balance = has_smt_balance(&kernel);
+    let smt_balance = lab::has_smt_balance(&kernel);
     eprintln!("{topo}: guest sched/features: {}", s["features"].trim());
     eprintln!(
         "{topo}: guest kernel {kernel}, NI_RANDOM {}, group_smt_balance {}; guest done in {lab_s:.0} s",
@@ -398,7 +365,7 @@ fn compare(case: &Case) {
         let (m, smp) = sim_run(
             case,
             tmp.path(),
-            &profile(tmp.path(), ni, smt_balance),
+            &lab::lab_tcg_profile(tmp.path(), ni, smt_balance),
             &format!("sim-ni-{ni}"),
         );
         let r = rows(&m, &smp);
