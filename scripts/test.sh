@@ -56,9 +56,10 @@ if ((${#alone[@]})); then
     cargo test --release "${alone[@]}"
 fi
 
-# Longest first (seconds measured on CI's 2-core machine, kernel build
-# included in lab_pnid, which comes early so the other PNID tests find the
-# kernel built); a lab test not listed here runs after these.
+# Longest first, by their times on CI's 2-core machine (lab_sim about
+# 16 min alone; lab_pnid includes the kernel build and comes early so the
+# other PNID tests find the kernel built); a lab test not listed here runs
+# after these.
 order=(lab_sim lab_pnid lab_pnid_run lab_pnid_load lab_trace lab_home
     lab_probe lab_run lab_topo lab_load_policy)
 queue=()
