@@ -21,6 +21,7 @@ use super::engine::{Cause, Engine};
 use super::groups::GroupStats;
 use super::groups::{busier, pelt_sums, Candidate};
 use super::machine::LevelKind;
+use super::numa_move::adjust_numa_imbalance;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -78,11 +79,9 @@ pub fn imbalanced(
         (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
     };
     if let Some(imb_numa_nr) = numa {
-        // adjust_numa_imbalance(): keep a pair of tasks local while the
-        // destination is lightly loaded.
-        if (local.nr_running + 1) as u32 <= imb_numa_nr && imb <= 2 {
-            imb = 0;
-        }
+        // Keep a pair of tasks local while the destination is lightly
+        // loaded.
+        imb = adjust_numa_imbalance(imb, local.nr_running as i64 + 1, imb_numa_nr);
     }
     (imb >> 1) >= 1
 }

@@ -19,8 +19,10 @@
 //!   ran), or one whose move degrades NUMA locality, until the domain's
 //!   failures pass cache_nice_tries; beyond cache_nice_tries + 2 the
 //!   active balancer moves it even while it runs;
-//! - NUMA balancing ([`super::numa`]): numa_migrate_preferred() moves it to
-//!   an idle CPU of its preferred node.
+//! - NUMA balancing ([`super::numa`], scanned in `engine_numa.rs`):
+//!   numa_migrate_preferred() asks [`super::numa_move`]'s
+//!   task_numa_migrate() for a CPU on its preferred node, which the
+//!   kernel grants only where the nodes stay balanced.
 //!
 //! While the probe shares a CPU, it and the worker alternate in slices of
 //! the EEVDF base slice rounded up to a tick, the probe finishing the slice
@@ -168,7 +170,7 @@ pub struct Engine<'a> {
     pub balancer_cache: std::collections::HashMap<usize, (f64, Option<usize>)>,
     /// Groups flagged imbalanced by failed attempts ([`GroupImbalance`]).
     pub imb: GroupImbalance,
-    res: SampleResult,
+    pub(super) res: SampleResult,
     phase: Phase,
     work_left: f64,
     phase_start: f64,
@@ -309,7 +311,7 @@ impl<'a> Engine<'a> {
 
     /// Time per access and mean DRAM latency from each node, for where
     /// the pages are now.
-    fn recompute_access(&mut self) {
+    pub(super) fn recompute_access(&mut self) {
         let per_node = self.numa.buffer_pages_per_node().to_vec();
         super::access_by_node(
             self.p,
@@ -340,7 +342,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Time the probe owes (cache refill, faults), as work at today's speed.
-    fn charge_ns(&mut self, ns: f64) {
+    pub(super) fn charge_ns(&mut self, ns: f64) {
         let per = match self.phase {
             Phase::WarmUp => 1000.0 / self.p.kernel.touch_pages_per_us,
             Phase::Loop(_) => self.access_ns[self.m.node[self.cur]],
@@ -608,30 +610,6 @@ impl<'a> Engine<'a> {
         }
         self.phase_start = t;
         self.work_left = self.spec.accesses_per_iteration as f64;
-    }
-
-    fn numa_scan(&mut self) {
-        let node = self.m.node[self.cur];
-        let out = self.numa.scan(self.t, node);
-        let cost = self.p.scan_cost_ns(&out, self.numa.base_per_page);
-        if out.migrated > 0 {
-            self.recompute_access();
-        }
-        self.charge_ns(cost);
-        if let Some(target) = out.migrate_to {
-            // task_numa_migrate(): an idle allowed CPU of the node.
-            let idle: Vec<usize> = self.m.node_cpus[target]
-                .iter()
-                .copied()
-                .filter(|&c| self.allowed[c] && !self.busy(c, self.t))
-                .collect();
-            if idle.is_empty() {
-                self.res.stick_numa += 1;
-            } else {
-                let to = idle[self.rng.below(idle.len())];
-                self.move_to(to, Cause::NumaBalancing);
-            }
-        }
     }
 
     /// The relation of two CPU positions (for the balancer's tests).

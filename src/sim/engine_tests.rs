@@ -83,3 +83,62 @@ fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
     .run();
     assert_ne!(other.moves, r.moves);
 }
+
+/// task_numa_find_cpu(): NUMA balancing moves the probe to an idle CPU of
+/// its preferred node only when the move leaves that node running no more
+/// tasks than the probe's own keeps (no allowance for 52-CPU nodes), and
+/// then to the first CPU on an idle core; otherwise it sticks. Before
+/// this rule the model took any idle CPU, and on the loaded Xeon it never
+/// stuck.
+#[test]
+fn numa_balancing_joins_the_preferred_node_only_when_the_nodes_stay_balanced() {
+    let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
+    let p = Profile::load("xeon-8167m").unwrap();
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let (mut moves, mut sticks) = (0, 0);
+    for seed in 1..=6 {
+        // Floating, memory bound to node 0 (the buffer only, so the stack
+        // and heap take hinting faults), our patch's node 1 forced.
+        let s = SampleSpec {
+            forced: Some(1),
+            numa: NumaKnobs {
+                enabled: true,
+                ..NumaKnobs::default()
+            },
+            iterations: 100,
+            ..spec(&m, (0..m.len()).collect(), MemPolicy::Bind(0), 60.0, seed)
+        };
+        let e = Engine::new(&m, &p, &load, &s);
+        let shift = e.shift;
+        let r = e.run();
+        sticks += r.stick_numa;
+        let busy = |node: usize, t: f64| {
+            let lt = t + shift;
+            m.node_cpus[node]
+                .iter()
+                .filter(|&&c| load.busy(c, lt))
+                .count()
+        };
+        for mv in r.moves.iter().filter(|mv| mv.cause == Cause::NumaBalancing) {
+            moves += 1;
+            let t = mv.t_ns as f64;
+            let (src, dst) = (m.node[mv.from], m.node[mv.to]);
+            assert_eq!(dst, 1, "{mv:?}");
+            // The probe counts at the source; moving it must not leave the
+            // destination with more running.
+            assert!(
+                busy(dst, t) < busy(src, t),
+                "{mv:?}: {} vs {}",
+                busy(dst, t),
+                busy(src, t)
+            );
+            let idle = |c: usize| !load.busy(c, t + shift);
+            let want = crate::sim::numa_move::idle_cpu(&m.node_cpus[dst], idle, |c| {
+                m.siblings[c].iter().all(|&s| idle(s))
+            });
+            assert_eq!(Some(mv.to), want, "{mv:?}");
+        }
+    }
+    assert!(moves > 0, "the probe never joined its preferred node");
+    assert!(sticks > 0, "it never stuck: the balance rule never refused");
+}

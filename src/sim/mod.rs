@@ -3,23 +3,27 @@
 //! [`machine`] turns a topology into sched domains, [`load`] is the pinned
 //! background load in closed form, [`engine`] runs one sample as a
 //! discrete-event simulation of the probe among the workers, with
-//! [`balance`] (the load balancer's decisions) and [`numa`] (pages and
-//! automatic NUMA balancing); [`multi`] runs several probes at once (the
-//! `jobs` test) with [`multi_lb`] balancing them against each other; [`profile`] holds the hardware numbers, each
-//! with its source. Deterministic: a sample's result depends only on the
+//! [`balance`] (the load balancer's decisions), [`numa`] (pages and
+//! automatic NUMA balancing) and [`numa_move`] (task_numa_migrate()'s
+//! choice of CPU, for both engines); [`multi`] runs several probes at once
+//! (the `jobs` test) with [`multi_lb`] balancing them against each other;
+//! [`profile`] holds the hardware numbers, each with its source. Deterministic: a sample's result depends only on the
 //! machine, the profile, the sample's spec and its seed, never on the order
 //! or the thread it runs on. docs/sim.md describes the model and what it
 //! leaves out.
 
 pub mod balance;
 pub mod engine;
+mod engine_numa;
 pub mod group_imb;
 pub mod groups;
 pub mod load;
 pub mod machine;
 pub mod multi;
 pub mod multi_lb;
+mod multi_numa;
 pub mod numa;
+pub mod numa_move;
 pub mod profile;
 pub mod rng;
 

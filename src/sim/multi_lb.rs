@@ -5,7 +5,8 @@
 //! sched_balance_find_src_rq, detach_tasks with can_migrate_task (affinity,
 //! task_on_cpu, task_hot, migrate_degrades_locality, the cache_nice_tries
 //! override), active balancing, newly-idle balancing with NI_RANDOM,
-//! should_we_balance, exec placement and task_numa_migrate.
+//! should_we_balance and exec placement (task_numa_migrate is
+//! [`super::multi_numa`]).
 //!
 //! The busiest group is picked as update_sd_pick_busiest() does, over every
 //! group of the domain from the puller's, wrapping ([`super::groups::busier`]);
@@ -36,6 +37,7 @@ use super::engine::Cause;
 use super::groups::{busier, pelt_sums, Candidate, GroupStats, GroupType};
 use super::machine::{Domain, LevelKind};
 use super::multi::{Ent, Multi};
+use super::numa_move::adjust_numa_imbalance;
 
 /// A group's numbers, with its long-run load (in tasks).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,9 +126,8 @@ pub fn decide(
         } else {
             (l.idle_cpus as i64 - b.idle_cpus as i64).max(0)
         };
-        if dom.is_numa() && (l.nr_running + 1) as u32 <= dom.imb_numa_nr && imb <= 2 {
-            // adjust_numa_imbalance()
-            imb = 0;
+        if dom.is_numa() {
+            imb = adjust_numa_imbalance(imb, l.nr_running as i64 + 1, dom.imb_numa_nr);
         }
         imb >>= 1;
         return (imb > 0).then_some(Imbalance::Tasks(imb as f64));
@@ -503,38 +504,5 @@ pub fn exec_place(e: &mut Multi, i: usize) {
         let pool = if idle.is_empty() { &allowed } else { &idle };
         let to = pool[e.rng.below(pool.len())];
         e.move_task(i, to, Cause::Affinity);
-    }
-}
-
-/// task_numa_migrate(): to an idle allowed CPU of `target`, else a swap
-/// with a probe running there that may run here and prefers our node,
-/// else it sticks (sched_stick_numa).
-pub fn numa_migrate(e: &mut Multi, i: usize, target: usize) {
-    let src = e.tasks[i].cpu;
-    let sn = e.m.node[src];
-    let idle: Vec<usize> = e.m.node_cpus[target]
-        .iter()
-        .copied()
-        .filter(|&c| e.tasks[i].allowed[c] && e.rqs[c].curr.is_none())
-        .collect();
-    if !idle.is_empty() {
-        let to = idle[e.rng.below(idle.len())];
-        e.move_task(i, to, Cause::NumaBalancing);
-        return;
-    }
-    let swap = e.m.node_cpus[target].iter().copied().find_map(|c| {
-        let Some(Ent::Task(j)) = e.rqs[c].curr else {
-            return None;
-        };
-        (e.tasks[i].allowed[c] && e.tasks[j].allowed[src] && e.tasks[j].numa.preferred == Some(sn))
-            .then_some((c, j))
-    });
-    match swap {
-        Some((c, j)) => {
-            e.move_task(i, c, Cause::NumaBalancing);
-            e.move_task(j, src, Cause::NumaBalancing);
-            e.tasks[i].res.swap_numa += 1;
-        }
-        None => e.tasks[i].res.stick_numa += 1,
     }
 }

@@ -200,7 +200,7 @@ impl Multi<'_> {
         self.charge_ns(i, cost);
         self.schedule_done(i);
         if let Some(target) = out.migrate_to {
-            crate::sim::multi_lb::numa_migrate(self, i, target);
+            crate::sim::multi_numa::numa_migrate(self, i, target);
         }
         let next = self.tasks[i].numa.next_scan_ns.max(self.t + 1.0);
         self.push(next, Ev::Scan(i));

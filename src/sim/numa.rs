@@ -365,6 +365,16 @@ impl Numa {
             + self.faults_buf.get(node).copied().unwrap_or(0)
     }
 
+    /// task_weight() without the distance scaling: the share of the
+    /// task's faults on `node`, in thousandths (0 without faults).
+    pub fn weight(&self, node: usize) -> i64 {
+        let total: u64 = (0..self.faults_mem.len()).map(|n| self.faults_on(n)).sum();
+        if total == 0 {
+            return 0;
+        }
+        (1000 * self.faults_on(node) / total) as i64
+    }
+
     /// Faults per node index, decayed as the kernel keeps them.
     pub fn faults(&self) -> &[u64] {
         &self.faults_mem
