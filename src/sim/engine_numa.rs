@@ -24,6 +24,7 @@ impl Engine<'_> {
                 .map(|&d| &self.m.domains[d])
                 .find(|d| d.is_numa())
             else {
+                // No NUMA domain: the kernel gives up without a stick.
                 return;
             };
             let pct = numa_move::migrate_pct(sd.imbalance_pct);

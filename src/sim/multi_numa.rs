@@ -17,7 +17,8 @@ pub fn numa_migrate(e: &mut Multi, i: usize, target: usize) {
         .map(|&d| &e.m.domains[d])
         .find(|d| d.is_numa())
     else {
-        e.tasks[i].res.stick_numa += 1;
+        // No NUMA domain (cpusets cut the machine): the kernel gives up
+        // without a stick; a one-node machine never gets here.
         return;
     };
     let pct = numa_move::migrate_pct(sd.imbalance_pct);

@@ -15,8 +15,17 @@
 //! and tries again at a hinting fault after numa_migrate_retry.
 //!
 //! Loads are in units of one always-runnable nice-0 task (1024 in the
-//! kernel), capacities in CPUs (SCHED_CAPACITY_SCALE): the long-run PELT
-//! sums of [`super::groups::pelt_sums`].
+//! kernel), capacities in CPUs (SCHED_CAPACITY_SCALE; no RT, IRQ or
+//! thermal pressure): the long-run PELT sums of
+//! [`super::groups::pelt_sums`]. Left out, each exact for what the engines
+//! simulate unless said: task groups (task_h_load() is the task's own
+//! load), the `numa_migrate_on` flag of a runqueue taking a NUMA move (one
+//! migration happens at a time, at once), delayed-dequeue entities in the
+//! queued count (the engines count what runs or waits: an approximation
+//! for 6.12, whose sleeping workers with negative lag stay queued up to a
+//! slice), and score_nearby_nodes() in task_weight() (exact where every
+//! remote node is one hop away, NUMA_DIRECT; an approximation on machines
+//! with more distance levels).
 
 /// SMALLIMP: a swap must gain at least this much task weight.
 const SMALLIMP: i64 = 30;
@@ -274,29 +283,18 @@ fn find_cpu(v: &impl NumaView, ctx: &Ctx, best: &mut Best, dst: usize, taskimp: 
     let ty = stats.classify(ctx.pct);
     let cpus = v.node_cpus(dst);
     let idle = idle_cpu(cpus, |c| v.allowed(c) && v.idle(c), |c| v.core_idle(c));
-    let maymove = if ty == NodeType::HasSpare {
-        let imbalance =
-            (stats.nr_running as i64 + 1 - (ctx.src_stats.nr_running as i64 - 1)).max(0);
-        let ok =
-            adjust_numa_imbalance(imbalance, stats.nr_running as i64 + 1, ctx.imb_numa_nr) == 0;
-        if let (true, Some(c)) = (ok, idle) {
-            // "Use idle CPU if there is no imbalance", whatever it gains.
-            *best = Best {
-                cpu: Some(c),
-                task: None,
-                imp: 0,
-            };
-            return;
-        }
-        ok
-    } else {
-        !load_too_imbalanced(
-            ctx.src_stats.load - 1.0,
-            stats.load + 1.0,
-            &ctx.src_stats,
-            &stats,
-        )
-    };
+    // task_h_load() of an always-runnable nice-0 task with no task group
+    // above it (no autogroup, no cpu controller): one task's load.
+    let maymove = may_move(&ctx.src_stats, &stats, 1.0, ctx.imb_numa_nr, ctx.pct);
+    if let (NodeType::HasSpare, true, Some(c)) = (ty, maymove, idle) {
+        // "Use idle CPU if there is no imbalance", whatever it gains.
+        *best = Best {
+            cpu: Some(c),
+            task: None,
+            imp: 0,
+        };
+        return;
+    }
     for &c in cpus {
         if v.allowed(c) && compare(v, ctx, best, c, dst, ty, idle, taskimp, maymove) {
             break;
@@ -349,8 +347,10 @@ fn compare(
     if !preferred_swap && !swap_worth(imp, best.imp) {
         return false;
     }
-    // Two always-runnable tasks: task_h_load() differs by nothing, so the
-    // load check passes.
+    // Two always-runnable nice-0 tasks: their task_h_load() differ by a
+    // few units of 1024 at most, taken as 0, which skips the load check
+    // (the kernel's, with a difference of one unit, could refuse a swap
+    // between exactly balanced nodes).
     *best = Best {
         cpu: Some(c),
         task: Some((j, cand.prefers_src)),
