@@ -345,15 +345,18 @@ pub fn nohz_idle_balance(e: &mut Engine) {
         return;
     };
     let tick = 1e9 / e.p.kernel.hz as f64;
-    for k in 1..=n {
-        let y = (ilb + k) % n;
-        if y == cur || !e.allowed[y] || e.busy(y, t) {
+    // From the CPU after the balancer, wrapping (no division per CPU).
+    for y in (ilb + 1..n).chain(0..=ilb) {
+        if y == cur || !e.allowed[y] {
             continue;
         }
         let Some(level) = e.m.common_level(y, cur) else {
             continue;
         };
-        if t < e.next_balance[y][level] {
+        // Whether the domain is due before whether the CPU is idle: most
+        // are not due, and the table lookup is cheaper than the load's
+        // closed form (a third of the 1024-CPU benchmark's time was here).
+        if t < e.next_balance[y][level] || e.busy(y, t) {
             continue;
         }
         // Intervals are whole jiffies.

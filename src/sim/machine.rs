@@ -87,7 +87,9 @@ pub struct Machine {
     /// Per CPU and level: the span of its group in its domain there (the
     /// child level's span, or the CPU alone at the lowest level).
     pub cpu_group: Vec<Vec<usize>>,
-    /// [`Machine::common_level`] for every pair, row-major.
+    /// [`Machine::common_level`] for every pair, indexed `c * n + x`: the
+    /// balancer asks it of every CPU `x` for the probe's CPU `c`, so one
+    /// probe CPU's answers are contiguous.
     common: Vec<u8>,
 }
 
@@ -363,7 +365,7 @@ impl Machine {
         for x in 0..n {
             for c in 0..n {
                 if let Some(l) = self.find_common_level(x, c) {
-                    common[x * n + c] = l.min(254) as u8;
+                    common[c * n + x] = l.min(254) as u8;
                 }
             }
         }
@@ -373,7 +375,7 @@ impl Machine {
     /// The level (index into `cpu_domains[x]`) of the lowest domain of CPU
     /// `x` whose span holds CPU `c`.
     pub fn common_level(&self, x: usize, c: usize) -> Option<usize> {
-        match self.common[x * self.ids.len() + c] {
+        match self.common[c * self.ids.len() + x] {
             u8::MAX => None,
             l => Some(l as usize),
         }
