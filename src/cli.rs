@@ -223,7 +223,9 @@ pub struct JobsArgs {
     pub load_period_ms: f64,
 
     /// When each load worker's busy part starts: `staggered` (in CPU
-    /// order) or `random` (drawn with --seed); see `run --help`.
+    /// order), `random` (drawn with --seed) or `spread` (round the nodes,
+    /// LLCs and cores: every node equally loaded at every instant); see
+    /// `run --help`.
     #[arg(long, value_enum, default_value_t = crate::load::LoadPhases::Staggered)]
     pub load_phases: crate::load::LoadPhases,
 
@@ -459,8 +461,11 @@ pub struct LoadArgs {
     pub policy: crate::load::LoadPolicy,
 
     /// When each worker's busy part starts: `staggered` (worker k, in CPU
-    /// order, k/n of a period late) or `random` (offsets drawn with
-    /// --seed, as load programs started independently).
+    /// order, k/n of a period late), `random` (offsets drawn with --seed,
+    /// as load programs started independently) or `spread` (consecutive
+    /// phases round the nodes, then LLCs, cores and threads, so every
+    /// node, LLC and core carries the same load at every instant; with
+    /// `staggered`, nodes numbered as blocks take turns being busy).
     #[arg(long, value_enum, default_value_t = crate::load::LoadPhases::Staggered)]
     pub phases: crate::load::LoadPhases,
 

@@ -70,6 +70,8 @@ fn a_load_under_mpol_local_runs_and_bad_policies_exit_2() {
     // The load's other shape option, on the same path.
     let err = load(&["--phases", "random", "--seed", "7"]);
     assert!(err.contains("random (seed 7)"), "{err}");
+    let err = load(&["--phases", "spread"]);
+    assert!(err.contains("spread phases"), "{err}");
     for args in [
         &["load", "--phases", "sorted"][..],
         &["run", "--quick", "--load-phases", "none"][..],

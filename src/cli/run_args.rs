@@ -138,10 +138,12 @@ pub struct RunArgs {
     pub load_period_ms: Option<f64>,
 
     /// When each load worker's busy part starts: `staggered` (worker k, in
-    /// CPU order, k/n of a period late; the default) or `random` (seeded
-    /// by --seed, as independently started load programs). With a
-    /// floating probe the phases decide which CPUs take it over, so they
-    /// shape the mix of moves (docs/sim.md, "The load's shape").
+    /// CPU order, k/n of a period late; the default), `random` (seeded by
+    /// --seed, as independently started load programs) or `spread` (round
+    /// the nodes, LLCs and cores, so every node carries the same load at
+    /// every instant). With a floating probe the phases decide which CPUs
+    /// take it over and whether nodes take turns being busy, so they shape
+    /// the mix of moves (docs/sim.md, "The load's shape").
     #[arg(long, value_enum)]
     pub load_phases: Option<crate::load::LoadPhases>,
 

@@ -10,7 +10,11 @@ use std::time::{Duration, Instant};
 
 /// Builds a load spec from the command line, checked against the CPUs this
 /// process may use.
-pub fn spec(a: &LoadArgs, allowed: &IdSet) -> anyhow::Result<LoadSpec> {
+pub fn spec(
+    topo: &crate::topology::Topology,
+    a: &LoadArgs,
+    allowed: &IdSet,
+) -> anyhow::Result<LoadSpec> {
     let (percent, period_ms) = (a.percent, a.period_ms);
     if !(0.0..=100.0).contains(&percent) || percent.is_nan() {
         return Err(usage(format!(
@@ -35,14 +39,14 @@ pub fn spec(a: &LoadArgs, allowed: &IdSet) -> anyhow::Result<LoadSpec> {
         }
     };
     Ok(LoadSpec::new(
-        percent, cpus, period_ms, a.policy, a.phases, a.seed,
+        topo, percent, cpus, period_ms, a.policy, a.phases, a.seed,
     ))
 }
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
-    let spec = spec(a, &allowed)?;
+    let spec = spec(&topo, a, &allowed)?;
     if let Some(d) = a.duration {
         if d.is_nan() || d <= 0.0 {
             return Err(usage(format!("--duration {d}: must be positive")));
@@ -60,6 +64,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
         match spec.phases {
             crate::load::LoadPhases::Staggered => "staggered".to_string(),
             crate::load::LoadPhases::Random => format!("random (seed {})", spec.seed),
+            crate::load::LoadPhases::Spread => "spread".to_string(),
         }
     );
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));

@@ -204,7 +204,7 @@ impl Host {
     ) -> anyhow::Result<Host> {
         Ok(Host {
             exe: std::env::current_exe().context("finding the numalab executable")?,
-            load_spec: spec.load_spec(topo.allowed.cpus.intersection(&topo.online_cpus())),
+            load_spec: spec.load_spec(topo, topo.allowed.cpus.intersection(&topo.online_cpus())),
             pnid_prctl,
             trace: None,
             pnid_agent: None,

@@ -184,9 +184,14 @@ impl Precision {
 }
 
 impl ExperimentSpec {
-    /// The background load of every sample, on `cpus`.
-    pub fn load_spec(&self, cpus: IdSet) -> crate::load::LoadSpec {
+    /// The background load of every sample, on `cpus` of `topo`.
+    pub fn load_spec(
+        &self,
+        topo: &crate::topology::Topology,
+        cpus: IdSet,
+    ) -> crate::load::LoadSpec {
         crate::load::LoadSpec::new(
+            topo,
             self.load,
             cpus,
             self.load_period_ms,

@@ -193,6 +193,7 @@ pub fn run(
         .and_then(|v| v.trim().parse::<u8>().ok());
     let load = if spec.load > 0.0 {
         Some(crate::load::Load::start(&crate::load::LoadSpec::new(
+            topo,
             spec.load,
             topo.allowed.cpus.intersection(&topo.online_cpus()),
             spec.load_period_ms,

@@ -2,9 +2,12 @@
 //! a list, each busy for `percent` of every period and asleep for the rest.
 //!
 //! When each worker's busy part starts is the load's [`LoadPhases`]:
-//! staggered in CPU order (the default) or at seeded random offsets. The
-//! phases decide which CPU goes idle next while another task waits, so
-//! they shape how a floating task moves (docs/sim.md, "The load's shape").
+//! staggered in CPU order (the default), at seeded random offsets, or
+//! spread over the topology so every node, LLC and core is equally loaded
+//! at every instant ([`spread`]). The phases decide which CPU goes idle
+//! next while another task waits, and whether the nodes take turns being
+//! busy, so they shape how a floating task moves (docs/sim.md, "The load's
+//! shape").
 //!
 //! Workers are threads of the calling process, so they die with it whatever
 //! kills it (SIGKILL included): a load can never be orphaned. Phases are
@@ -22,6 +25,10 @@
 //! drop, which lets `run` wrap each sample in a load with a scope.
 
 pub mod procstat;
+pub mod spread;
+
+use crate::topology::Topology;
+pub use spread::Place;
 
 /// Default duty-cycle period (ms); see the module notes.
 pub const DEFAULT_PERIOD_MS: f64 = 20.618;
@@ -70,11 +77,15 @@ pub struct LoadSpec {
     pub phases: LoadPhases,
     /// Seed of [`LoadPhases::Random`]'s offsets.
     pub seed: u64,
+    /// Where each of `cpus` sits ([`LoadPhases::Spread`] orders by it).
+    pub places: Vec<Place>,
 }
 
 impl LoadSpec {
-    /// `percent` busy on each of `cpus`, in periods of `period_ms`.
+    /// `percent` busy on each of `cpus` of `topo`, in periods of
+    /// `period_ms`.
     pub fn new(
+        topo: &Topology,
         percent: f64,
         cpus: IdSet,
         period_ms: f64,
@@ -83,6 +94,7 @@ impl LoadSpec {
         seed: u64,
     ) -> LoadSpec {
         LoadSpec {
+            places: Place::of_set(topo, &cpus),
             percent,
             cpus,
             period: Duration::from_secs_f64(period_ms / 1000.0),
@@ -115,6 +127,12 @@ pub enum LoadPhases {
     /// generator: as load programs started independently, whose phases
     /// have no order.
     Random,
+    /// In CPU order round the topology: consecutive phases go to the
+    /// nodes in turn, then a node's LLCs, its cores, a core's threads, so
+    /// every node's, LLC's and core's workers are evenly spaced over the
+    /// period and each node carries the same load at every instant
+    /// ([`spread`]).
+    Spread,
 }
 
 impl LoadPhases {
@@ -122,10 +140,11 @@ impl LoadPhases {
         *self == LoadPhases::Staggered
     }
 
-    /// The start offset of each of `n` workers (in CPU order) within a
-    /// period of `period_ns`, in [0, period_ns). The host's load and the
-    /// simulator's both take their phases from here.
-    pub fn offsets_ns(self, n: usize, seed: u64, period_ns: f64) -> Vec<f64> {
+    /// The start offset of each worker (in CPU order, on the CPUs at
+    /// `places`) within a period of `period_ns`, in [0, period_ns). The
+    /// host's load and the simulator's both take their phases from here.
+    pub fn offsets_ns(self, places: &[Place], seed: u64, period_ns: f64) -> Vec<f64> {
+        let n = places.len();
         match self {
             LoadPhases::Staggered => (0..n)
                 .map(|k| period_ns * k as f64 / n.max(1) as f64)
@@ -136,6 +155,10 @@ impl LoadPhases {
                 let mut rng = crate::rng::SplitMix64::new(seed ^ 0x6c6f_6164_7068_6173);
                 (0..n).map(|_| period_ns * rng.unit()).collect()
             }
+            LoadPhases::Spread => spread::ranks(places)
+                .into_iter()
+                .map(|r| period_ns * r as f64 / n.max(1) as f64)
+                .collect(),
         }
     }
 }
@@ -189,9 +212,7 @@ impl Load {
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
         let period_ns = spec.period.as_nanos() as f64;
-        let offsets = spec
-            .phases
-            .offsets_ns(spec.cpus.len(), spec.seed, period_ns);
+        let offsets = spec.phases.offsets_ns(&spec.places, spec.seed, period_ns);
         let epoch = Instant::now();
         for (k, cpu) in spec.cpus.iter().enumerate() {
             let stop = stop.clone();
@@ -310,7 +331,11 @@ mod tests {
                 "{m}"
             );
         }
+        let topo = crate::topology::presets::find("xeon-8167m-2n")
+            .unwrap()
+            .topology();
         let s = LoadSpec::new(
+            &topo,
             60.0,
             IdSet::parse("0-3").unwrap(),
             100.0,
@@ -322,18 +347,31 @@ mod tests {
         assert_eq!((s.percent, s.seed, s.cpus.len()), (60.0, 7, 4));
     }
 
+    /// `n` CPUs in one core: where they are does not matter to staggered
+    /// and random phases.
+    fn anywhere(n: usize) -> Vec<Place> {
+        vec![
+            Place {
+                node: 0,
+                llc: 0,
+                core: 0
+            };
+            n
+        ]
+    }
+
     #[test]
     fn staggered_phases_spread_the_workers_evenly_in_cpu_order() {
-        let o = LoadPhases::Staggered.offsets_ns(4, 9, 20e6);
+        let o = LoadPhases::Staggered.offsets_ns(&anywhere(4), 9, 20e6);
         assert_eq!(o, vec![0.0, 5e6, 10e6, 15e6]);
     }
 
     #[test]
     fn random_phases_are_the_seeds_and_cover_the_period() {
         let period = 100e6;
-        let a = LoadPhases::Random.offsets_ns(256, 7, period);
-        assert_eq!(a, LoadPhases::Random.offsets_ns(256, 7, period));
-        assert_ne!(a, LoadPhases::Random.offsets_ns(256, 8, period));
+        let a = LoadPhases::Random.offsets_ns(&anywhere(256), 7, period);
+        assert_eq!(a, LoadPhases::Random.offsets_ns(&anywhere(256), 7, period));
+        assert_ne!(a, LoadPhases::Random.offsets_ns(&anywhere(256), 8, period));
         assert!(a.iter().all(|&x| (0.0..period).contains(&x)));
         // Not in CPU order, and spread over the whole period: each quarter
         // holds a fair share (binomial(256, 1/4): mean 64, sd 7).

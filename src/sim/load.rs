@@ -35,7 +35,8 @@ impl LoadModel {
         seed: u64,
         spans: usize,
     ) -> LoadModel {
-        let phase = phases.offsets_ns(m.len(), seed, period_ns);
+        let places = crate::load::Place::of(&m.topo, m.ids.iter().copied());
+        let phase = phases.offsets_ns(&places, seed, period_ns);
         let span_phases = (0..spans)
             .map(|s| {
                 let mut v: Vec<f64> = m.span(s).iter().map(|&c| phase[c]).collect();
