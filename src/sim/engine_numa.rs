@@ -19,17 +19,11 @@ impl Engine<'_> {
         }
         self.charge_ns(cost);
         if let Some(target) = out.migrate_to {
-            let Some(sd) = self.m.cpu_domains[self.cur]
-                .iter()
-                .map(|&d| &self.m.domains[d])
-                .find(|d| d.is_numa())
+            let Some(choice) = numa_move::migrate(&ProbeView(self), self.m, self.cur, target)
             else {
-                // No NUMA domain: the kernel gives up without a stick.
                 return;
             };
-            let pct = numa_move::migrate_pct(sd.imbalance_pct);
-            let src = self.m.node[self.cur];
-            match numa_move::task_numa_migrate(&ProbeView(self), src, target, sd.imb_numa_nr, pct) {
+            match choice {
                 numa_move::Choice::Move(to) => self.move_to(to, Cause::NumaBalancing),
                 // The workers are pinned: never a swap partner.
                 numa_move::Choice::Swap(..) | numa_move::Choice::Stick => self.res.stick_numa += 1,

@@ -12,18 +12,10 @@ use super::numa_move::{self, Choice, Curr, NodeStats, NumaView, SwapCandidate};
 /// NUMA balancing wants job `i` on node `target`.
 pub fn numa_migrate(e: &mut Multi, i: usize, target: usize) {
     let src_cpu = e.tasks[i].cpu;
-    let Some(sd) = e.m.cpu_domains[src_cpu]
-        .iter()
-        .map(|&d| &e.m.domains[d])
-        .find(|d| d.is_numa())
-    else {
-        // No NUMA domain (cpusets cut the machine): the kernel gives up
-        // without a stick; a one-node machine never gets here.
+    let Some(choice) = numa_move::migrate(&JobView { e, i }, e.m, src_cpu, target) else {
         return;
     };
-    let pct = numa_move::migrate_pct(sd.imbalance_pct);
-    let src = e.m.node[src_cpu];
-    match numa_move::task_numa_migrate(&JobView { e, i }, src, target, sd.imb_numa_nr, pct) {
+    match choice {
         Choice::Move(to) => e.move_task(i, to, Cause::NumaBalancing),
         Choice::Swap(c, j) => {
             e.move_task(i, c, Cause::NumaBalancing);

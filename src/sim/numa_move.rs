@@ -232,6 +232,24 @@ struct Best {
     imp: i64,
 }
 
+/// task_numa_migrate() of the task on CPU `cpu` of `m` toward node `pref`,
+/// with the lowest NUMA domain of that CPU (per_cpu(sd_numa)); None where
+/// the CPU has no NUMA domain (cpusets cut the machine), where the kernel
+/// gives up without a stick.
+pub fn migrate(
+    v: &impl NumaView,
+    m: &super::machine::Machine,
+    cpu: usize,
+    pref: usize,
+) -> Option<Choice> {
+    let sd = m.cpu_domains[cpu]
+        .iter()
+        .map(|&d| &m.domains[d])
+        .find(|d| d.is_numa())?;
+    let pct = migrate_pct(sd.imbalance_pct);
+    Some(task_numa_migrate(v, m.node[cpu], pref, sd.imb_numa_nr, pct))
+}
+
 /// task_numa_migrate() of a task on node `src` whose preferred node is
 /// `pref`, with the lowest NUMA domain's `imb_numa_nr` and
 /// task_numa_migrate()'s `pct` ([`migrate_pct`]). Failing on the preferred
