@@ -94,7 +94,7 @@ impl LoadSpec {
         seed: u64,
     ) -> LoadSpec {
         LoadSpec {
-            places: Place::of_set(topo, &cpus),
+            places: Place::of(topo, cpus.iter()),
             percent,
             cpus,
             period: Duration::from_secs_f64(period_ms / 1000.0),

@@ -13,7 +13,6 @@
 //! each LLC's) phases are then evenly spaced over the period, its busy
 //! count constant to within one, and a core's threads half a period apart.
 
-use crate::idset::IdSet;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 
@@ -43,11 +42,6 @@ impl Place {
             })
             .collect()
     }
-
-    /// The places of the CPUs of an id set.
-    pub fn of_set(topo: &Topology, cpus: &IdSet) -> Vec<Place> {
-        Place::of(topo, cpus.iter())
-    }
 }
 
 /// Each worker's rank in the spread order (0 first): workers sorted by
@@ -55,13 +49,6 @@ impl Place {
 /// LLC, the LLC's in its node, the node's, and last their own position,
 /// each position counted among the workers' places only.
 pub fn ranks(places: &[Place]) -> Vec<usize> {
-    let mut node_rank: BTreeMap<u32, usize> = BTreeMap::new();
-    for p in places {
-        node_rank.insert(p.node, 0);
-    }
-    for (i, r) in node_rank.values_mut().enumerate() {
-        *r = i;
-    }
     // Position of a child among its parent's children, in id order.
     fn positions<K: Ord + Copy, C: Ord + Copy>(
         pairs: impl Iterator<Item = (K, C)>,
@@ -82,6 +69,7 @@ pub fn ranks(places: &[Place]) -> Vec<usize> {
         }
         out
     }
+    let node_pos = positions(places.iter().map(|p| ((), p.node)));
     let llc_pos = positions(places.iter().map(|p| (p.node, p.llc)));
     let core_pos = positions(places.iter().map(|p| (p.llc, p.core)));
     let mut threads: BTreeMap<usize, usize> = BTreeMap::new();
@@ -96,7 +84,7 @@ pub fn ranks(places: &[Place]) -> Vec<usize> {
                 thread,
                 core_pos[&(p.llc, p.core)],
                 llc_pos[&(p.node, p.llc)],
-                node_rank[&p.node],
+                node_pos[&((), p.node)],
                 i,
             )
         })

@@ -51,14 +51,7 @@ impl numa_move::NumaView for ProbeView<'_, '_> {
         let probes = (e.m.node[e.cur] == node) as usize;
         let busy = cpus.iter().filter(|&&c| e.busy(c, e.t)).count();
         let duty = e.load.busy_ns / e.load.period_ns;
-        let (util, runnable) = super::groups::pelt_sums(cpus.len(), duty, probes, probes);
-        numa_move::NodeStats {
-            weight: cpus.len(),
-            nr_running: busy + probes,
-            load: runnable,
-            util,
-            runnable,
-        }
+        numa_move::NodeStats::long_run(cpus.len(), busy + probes, duty, probes, probes)
     }
 
     fn allowed(&self, cpu: usize) -> bool {

@@ -48,14 +48,7 @@ impl NumaView for JobView<'_, '_> {
         let probes: usize = cpus.iter().map(|&c| e.rqs[c].probes).sum();
         let probe_cpus = cpus.iter().filter(|&&c| e.rqs[c].probes > 0).count();
         let duty = e.load.busy_ns / e.load.period_ns;
-        let (util, runnable) = super::groups::pelt_sums(cpus.len(), duty, probe_cpus, probes);
-        NodeStats {
-            weight: cpus.len(),
-            nr_running,
-            load: runnable,
-            util,
-            runnable,
-        }
+        NodeStats::long_run(cpus.len(), nr_running, duty, probe_cpus, probes)
     }
 
     fn allowed(&self, cpu: usize) -> bool {

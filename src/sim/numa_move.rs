@@ -55,6 +55,27 @@ pub enum NodeType {
 }
 
 impl NodeStats {
+    /// A node of `weight` CPUs with `nr_running` tasks queued now, its
+    /// load workers busy `duty` of the time, and `probes` always-runnable
+    /// tasks on `probe_cpus` of its CPUs, summed as long-run PELT averages
+    /// ([`super::groups::pelt_sums`]; load = runnable for nice-0 tasks).
+    pub fn long_run(
+        weight: usize,
+        nr_running: usize,
+        duty: f64,
+        probe_cpus: usize,
+        probes: usize,
+    ) -> NodeStats {
+        let (util, runnable) = super::groups::pelt_sums(weight, duty, probe_cpus, probes);
+        NodeStats {
+            weight,
+            nr_running,
+            load: runnable,
+            util,
+            runnable,
+        }
+    }
+
     /// numa_classify() with task_numa_migrate()'s imbalance_pct.
     pub fn classify(&self, pct: u32) -> NodeType {
         let (cap, pct) = (self.weight as f64, pct as f64);
@@ -384,14 +405,7 @@ mod tests {
     /// A node of `w` CPUs with `busy` 60% workers running now and
     /// `probes` always-runnable tasks, as the engines sum it.
     fn node(w: usize, busy: usize, probes: usize) -> NodeStats {
-        let (util, runnable) = super::super::groups::pelt_sums(w, 0.6, probes, probes);
-        NodeStats {
-            weight: w,
-            nr_running: busy + probes,
-            load: runnable,
-            util,
-            runnable,
-        }
+        NodeStats::long_run(w, busy + probes, 0.6, probes, probes)
     }
 
     #[test]
