@@ -249,8 +249,7 @@ fn sim_only_options_and_what_the_sim_cannot_do_exit_2_before_any_work() {
 fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
     // The two engines share the machine, the load, the cost model and the
     // balancing rules; with one probe pinned to its memory's node they must
-    // agree on its time (docs/sim.md, "Against the run engine": 0.674 vs
-    // 0.683 s over 24 seeds). Floating, they differ by design (the jobs
+    // agree on its time (docs/sim.md, "Against the run engine"). Floating, they differ by design (the jobs
     // engine balances idle CPUs whenever due and pays refills per line
     // touched); that is printed, not asserted.
     let state = tempfile::tempdir().unwrap();
@@ -328,8 +327,13 @@ fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
         mean(&pinned),
         mean(&floating)
     );
+    // Model 3: 0.354 vs 0.365 s. Model 4's run engine no longer loses the
+    // SMT sibling's newly-idle balance: 0.341 vs 0.360. Both engines' probe
+    // waits about a fifth of its time; the gap is in time on the CPU (0.283
+    // vs 0.30 s: refills charged per line touched, SMT sharing), so the
+    // bound is 6% (docs/sim.md, "Against the run engine").
     assert!(
-        (mean(&pinned) / rp - 1.0).abs() < 0.03,
+        (mean(&pinned) / rp - 1.0).abs() < 0.06,
         "pinned: run engine {rp:.3} s, jobs engine {:.3} s",
         mean(&pinned)
     );

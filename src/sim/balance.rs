@@ -33,9 +33,11 @@ pub enum Kind {
     Busy,
 }
 
-/// sibling_imbalance(): tasks to move so nr_running per core evens out.
-pub fn sibling_imbalance(busiest: &GroupStats, local: &GroupStats) -> i64 {
-    if busiest.nr_running == 0 {
+/// sibling_imbalance(): tasks to move so nr_running per core evens out;
+/// none for a puller that is not idle (`!env->idle`: a busy CPU leaves a
+/// group that is not overloaded to an idle one).
+pub fn sibling_imbalance(busiest: &GroupStats, local: &GroupStats, dst_idle: bool) -> i64 {
+    if !dst_idle || busiest.nr_running == 0 {
         return 0;
     }
     let (nb, nl) = (busiest.cores.max(1) as i64, local.cores.max(1) as i64);
@@ -63,7 +65,8 @@ pub fn imbalanced(
         // Local has spare capacity: migrate_util / one task to an idle CPU.
         return local.has_spare();
     }
-    let sib = sibling_imbalance(busiest, local);
+    // Only idle CPUs pull in this engine.
+    let sib = sibling_imbalance(busiest, local, true);
     let forced = prefer_sibling && local.has_spare() && sib > 1;
     if !forced {
         if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
@@ -227,6 +230,21 @@ pub fn locality(
     (numa.faults_on(dn) < numa.faults_on(sn)) as i32
 }
 
+/// task_hot() for a task that last ran `waited_ns` ago, balanced at a
+/// domain of kind `level`: never at the SMT level ("SMT siblings share
+/// cache": SD_SHARE_CPUCAPACITY), otherwise while it waited less than
+/// migration_cost_ns (-1: always hot, 0: never). The buddy and core-cookie
+/// cases do not arise here (NEXT_BUDDY is off, no core scheduling).
+pub fn task_hot(level: LevelKind, waited_ns: f64, migration_cost_ns: f64) -> bool {
+    if level == LevelKind::Smt {
+        return false;
+    }
+    if migration_cost_ns < 0.0 {
+        return true;
+    }
+    waited_ns < migration_cost_ns
+}
+
 /// One balance attempt by CPU `x` at its domain of level `level` (an index
 /// into the machine's `cpu_domains[x]`): pulls the probe when the kernel
 /// would. It keeps the imbalance flag of `x`'s domain span
@@ -263,6 +281,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     let local = stats(e, lg, false, t);
     let numa = dom.is_numa().then_some(dom.imb_numa_nr);
     let (prefer_sibling, nice, is_numa) = (dom.prefer_sibling, dom.cache_nice_tries, dom.is_numa());
+    let level_kind = dom.kind;
     let periodic = kind == Kind::Idle;
     // Only the probe's groups are ever flagged.
     let tick = e.tick_ns();
@@ -314,7 +333,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     }
     let degrade = degrades_locality(e, cur, x, is_numa, kind);
     let hot = match degrade {
-        -1 => t - e.last_ran(t) < e.migration_cost_ns(),
+        -1 => task_hot(level_kind, t - e.last_ran(t), e.migration_cost_ns()),
         v => v == 1,
     };
     // A hot probe goes once the domain's failures (counted by periodic
@@ -486,7 +505,7 @@ mod tests {
     #[test]
     fn sibling_imbalance_normalises_by_cores() {
         // (2 x (4x4 - 2x2) + 4 + 2) / (4 + 2), as the kernel rounds it.
-        assert_eq!(sibling_imbalance(&g(4, 2, 4, 0), &g(8, 4, 2, 6)), 5);
-        assert_eq!(sibling_imbalance(&g(2, 1, 2, 0), &g(2, 1, 0, 2)), 2);
+        assert_eq!(sibling_imbalance(&g(4, 2, 4, 0), &g(8, 4, 2, 6), true), 5);
+        assert_eq!(sibling_imbalance(&g(2, 1, 2, 0), &g(2, 1, 0, 2), true), 2);
     }
 }

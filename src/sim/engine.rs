@@ -164,8 +164,17 @@ pub struct Engine<'a> {
     /// NI_RANDOM state per (CPU, level): calls, weighted successes, ratio,
     /// and the load time its calls were last counted to.
     newidle: Vec<Vec<NewIdleStats>>,
-    /// The last next-idle-start answer: (load time, CPU, CPU skipped).
+    /// The pending idle start while the probe waits: (load time, CPU, CPU
+    /// skipped). It stays pending until its newly-idle event fires, even
+    /// when another event (its SMT sibling's own transition) lands on it.
     next_idle_memo: Option<(f64, usize, usize)>,
+    /// The load time of the last idle start whose newly-idle event fired in
+    /// this sharing episode: the next one is searched from there, so one
+    /// that began while that event's wake-up jitter ran is not skipped.
+    idle_consumed: Option<f64>,
+    /// The probe was moved onto a busy CPU and has not run there yet: the
+    /// enqueue with ENQUEUE_MIGRATED zeroed its exec_start, so it is cold.
+    migrated_waiting: bool,
     /// should_we_balance()'s answer per group span, with the time asked.
     pub balancer_cache: std::collections::HashMap<usize, (f64, Option<usize>)>,
     /// Groups flagged imbalanced by failed attempts ([`GroupImbalance`]).
@@ -234,6 +243,8 @@ impl<'a> Engine<'a> {
             balancer_cache: std::collections::HashMap::new(),
             imb: GroupImbalance::new(p.kernel.group_imbalance),
             next_idle_memo: None,
+            idle_consumed: None,
+            migrated_waiting: false,
             res: SampleResult {
                 run_ns: vec![0; m.len()],
                 run_ns_loop: vec![0; m.len()],
@@ -284,6 +295,10 @@ impl<'a> Engine<'a> {
                     return t;
                 }
                 let k = super::load::floor((dt - first) / self.slice_ns);
+                if k == 0.0 && self.migrated_waiting {
+                    // Not run since the move: exec_start is 0.
+                    return f64::NEG_INFINITY;
+                }
                 s0 + first + k * self.slice_ns
             }
         }
@@ -372,13 +387,10 @@ impl<'a> Engine<'a> {
         let refill = self.p.refill_ns(rel, self.spec.buffer_bytes, dram);
         self.charge_ns(refill);
         self.imb.moved(self.m, to);
-        let share = if self.busy(to, self.t) {
-            // Enqueued behind the running worker.
-            Some((self.t, 0.0))
-        } else {
-            None
-        };
-        self.set_share(share);
+        let busy = self.busy(to, self.t);
+        // Enqueued behind the running worker.
+        self.set_share(busy.then_some((self.t, 0.0)));
+        self.migrated_waiting = busy;
     }
 
     /// Starts or ends a sharing episode, keeping the imbalance flags'
@@ -390,7 +402,7 @@ impl<'a> Engine<'a> {
                 let newidle = NewIdleAttempts {
                     seed: self.spec.seed,
                     period_ns: self.load.period_ns,
-                    made: self.load.period_ns - self.load.busy_ns >= self.spec.migration_cost_ns,
+                    made: self.newidle_made(),
                     ni_random: self.p.kernel.ni_random,
                     stats: &self.newidle,
                 };
@@ -400,6 +412,20 @@ impl<'a> Engine<'a> {
             _ => {}
         }
         self.share = share;
+        // A new episode (or none) searches idle starts afresh.
+        self.next_idle_memo = None;
+        self.idle_consumed = None;
+        self.migrated_waiting = false;
+    }
+
+    /// Whether an idle entry makes a newly-idle balance. The kernel skips it
+    /// while `avg_idle` (the CPU's idle periods, capped at twice
+    /// max(migration_cost_ns, the costliest balance)) is below the domain's
+    /// `max_newidle_lb_cost`, the longest a newly-idle balance there took:
+    /// microseconds on hardware. The model takes that cost as nil, so any
+    /// idle period makes one (migration_cost_ns only raises the cap).
+    pub fn newidle_made(&self) -> bool {
+        self.load.period_ns > self.load.busy_ns
     }
 
     /// Assigns first-touch nodes to warm-up pages touched so far.
@@ -494,21 +520,21 @@ impl<'a> Engine<'a> {
             // the probe moves): most steps reuse it instead of a search.
             let lt = self.lt(t);
             let upcoming = match self.next_idle_memo {
-                Some((at, c, skip)) if skip == self.cur && lt + super::load::EPS < at => {
-                    Some((at, c))
-                }
+                Some((at, c, skip)) if skip == self.cur => Some((at, c)),
                 _ => {
-                    let n = self.idle_starts.next_after(lt, self.cur);
+                    let from = self.idle_consumed.unwrap_or(lt);
+                    let n = self.idle_starts.next_after(from, self.cur);
                     self.next_idle_memo = n.map(|(at, c)| (at, c, self.cur));
                     n
                 }
             };
             if let Some((at, c)) = upcoming {
+                let raw = at;
                 let k = super::load::floor(at / self.load.period_ns) as u64;
                 let u = hash3(self.spec.seed, c as u64, k);
                 let j = -self.p.kernel.wakeup_jitter_us * 1e3 * (1.0 - u).ln();
                 let at = (at - self.shift + j).max(t);
-                newidle_cpu = Some(c);
+                newidle_cpu = Some((c, raw));
                 next.offer(at, Ev::NewIdle);
             }
             next.offer(
@@ -547,11 +573,10 @@ impl<'a> Engine<'a> {
             }
             Ev::SiblingLoad => {}
             Ev::NewIdle => {
-                let x = newidle_cpu.expect("newidle event has a CPU");
-                // sched_balance_newidle() gives up when the CPU's idle
-                // periods are shorter than migration_cost_ns.
-                let avg_idle = self.load.period_ns - self.load.busy_ns;
-                if avg_idle >= self.spec.migration_cost_ns && !self.busy(x, at) {
+                let (x, raw) = newidle_cpu.expect("newidle event has a CPU");
+                self.next_idle_memo = None;
+                self.idle_consumed = Some(raw);
+                if self.newidle_made() && !self.busy(x, at) {
                     if let Some(level) = self.m.common_level(x, self.cur) {
                         if self.p.kernel.ni_random {
                             let period = self.load.period_ns;

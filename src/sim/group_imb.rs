@@ -140,8 +140,8 @@ impl GroupImbalance {
 }
 
 /// Whether a CPU's newly-idle balance reaches a level, as the engine's
-/// NewIdle event decides it: never when the idle periods are shorter than
-/// migration_cost_ns; with NI_RANDOM, with probability (1 + ratio)/1024,
+/// NewIdle event decides it: at every idle entry
+/// ([`super::engine::Engine::newidle_made`]); with NI_RANDOM, with probability (1 + ratio)/1024,
 /// drawn from the seed, the CPU, the level and the idle period.
 pub struct NewIdleAttempts<'a> {
     pub seed: u64,

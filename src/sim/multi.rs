@@ -602,6 +602,8 @@ impl<'a> Multi<'a> {
             self.charge_ns(i, refill);
         }
         self.leave(from, Ent::Task(i));
+        // ENQUEUE_MIGRATED zeroes exec_start: cold until it runs again.
+        self.tasks[i].last_ran = f64::NEG_INFINITY;
         self.join(to, Ent::Task(i));
     }
 }

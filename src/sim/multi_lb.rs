@@ -98,7 +98,8 @@ pub fn decide(
     {
         return None;
     }
-    let forced = dom.prefer_sibling && lt == 0 && sibling_imbalance(b, l) > 1;
+    let idle = kind != Kind::Busy;
+    let forced = dom.prefer_sibling && lt == 0 && sibling_imbalance(b, l, idle) > 1;
     if !forced && bt != 2 {
         if kind == Kind::Busy {
             return None;
@@ -122,7 +123,7 @@ pub fn decide(
             });
         }
         let mut imb = if b.weight == 1 || dom.prefer_sibling {
-            sibling_imbalance(b, l)
+            sibling_imbalance(b, l, idle)
         } else {
             (l.idle_cpus as i64 - b.idle_cpus as i64).max(0)
         };
@@ -276,6 +277,7 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     };
     let nice = dom.cache_nice_tries;
     let is_numa = dom.is_numa();
+    let kind_of_level = dom.kind;
     // The group a failure for affinity flags; None when the profile does
     // not model the flag, so the checks below cost nothing then.
     let flag =
@@ -345,7 +347,11 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         let all_prefer = rq.nr_running() == preferring;
         let verdict = balance::locality(&e.tasks[i].numa, sn, dn, is_numa, kind, all_prefer);
         let hot = match verdict {
-            -1 => e.t - e.tasks[i].last_ran < e.migration_cost_ns(),
+            -1 => balance::task_hot(
+                kind_of_level,
+                e.t - e.tasks[i].last_ran,
+                e.migration_cost_ns(),
+            ),
             v => v == 1,
         };
         // The domain's failures (counted by periodic balancing, read by
@@ -399,16 +405,10 @@ pub fn newidle(e: &mut Multi, x: usize) {
     if e.rqs[x].curr.is_some() || (e.waiting == 0 && e.flagged == 0) {
         return;
     }
-    // It gives up when the CPU's idle periods are shorter than
-    // migration_cost_ns.
-    let avg_idle = if e.load.busy_ns > 0.0 {
-        e.load.period_ns - e.load.busy_ns
-    } else {
-        f64::INFINITY
-    };
-    if avg_idle < e.migration_cost_ns() {
-        return;
-    }
+    // The kernel skips it while avg_idle is below the domain's
+    // max_newidle_lb_cost (microseconds on hardware; migration_cost_ns only
+    // caps avg_idle from below): the model takes that cost as nil, as the
+    // one-probe engine does ([`super::engine::Engine::newidle_made`]).
     for level in 0..e.m.cpu_domains[x].len() {
         let pulled = if e.p.kernel.ni_random {
             // As the one-probe engine: every idle period made a call; all

@@ -2,7 +2,7 @@
 //! invariants.
 
 use super::*;
-use crate::sim::balance::Kind;
+use crate::sim::balance::{sibling_imbalance, Kind};
 use crate::sim::groups::GroupStats;
 use crate::sim::multi_lb::{self, decide, Imbalance, Stats};
 use crate::sim::{load::LoadModel, Machine, Profile};
@@ -189,13 +189,17 @@ fn an_overloaded_node_gives_tasks_to_an_idle_one_by_spare_capacity() {
         Some(Imbalance::Util(42.0))
     );
     // Not overloaded: prefer_sibling (from the node's child domains)
-    // forces the balance by tasks per core, halved, even from a busy CPU.
+    // forces the balance by tasks per core, halved, for an idle CPU; a busy
+    // one leaves it to an idle one (sibling_imbalance() is 0 for it, and a
+    // group that is not overloaded is out_balanced for a busy puller).
     assert!(dom.prefer_sibling);
     let busiest = st(52, 40, 12, 40.0);
     assert_eq!(
-        decide(&local, &busiest, 0.5, dom, Kind::Busy),
+        decide(&local, &busiest, 0.5, dom, Kind::Idle),
         Some(Imbalance::Tasks(15.0))
     );
+    assert_eq!(decide(&local, &busiest, 0.5, dom, Kind::Busy), None);
+    assert_eq!(sibling_imbalance(&busiest.g, &local.g, false), 0);
     // One task apart: a busy CPU leaves it, an idle one too (one more idle
     // CPU is not worth a move).
     let busiest = st(52, 11, 41, 11.0);
@@ -337,4 +341,57 @@ fn a_probe_left_behind_its_pinned_worker_flags_the_group_above_until_a_balanced_
     assert!(!multi_lb::try_balance(&mut e, x, smt, Kind::NewlyIdle));
     assert!(!e.group_imbalance[core], "cleared by a balanced attempt");
     assert_eq!(e.flagged, 1, "the node's flag is left");
+}
+
+#[test]
+fn a_probe_just_preempted_is_not_cache_hot_for_its_smt_sibling() {
+    // task_hot(): "SMT siblings share cache" (SD_SHARE_CPUCAPACITY) comes
+    // before the migration_cost_ns test, so the sibling takes a probe that
+    // stopped running this instant; another core of the LLC may not. The
+    // sim used to call it hot at every level.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let job = Job {
+        allowed: (0..m.len()).collect(),
+        mem: MemPolicy::Float,
+        forced: None,
+    };
+    let s = spec(vec![job], false, 1);
+    let (smt, mc) = (0, 1);
+    let (x, y) = (m.siblings[0][0], 2);
+    let waiting_hot = |e: &mut Multi| {
+        e.t = 1e9;
+        e.start(0, 0);
+        e.rqs[0].worker_busy = true;
+        e.join(0, Ent::Worker);
+        // The worker's turn: the probe waits, having run until now.
+        e.leave(0, Ent::Task(0));
+        e.join(0, Ent::Task(0));
+        e.tasks[0].last_ran = e.t;
+    };
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    waiting_hot(&mut e);
+    assert!(
+        !multi_lb::try_balance(&mut e, y, mc, Kind::NewlyIdle),
+        "hot for another core"
+    );
+    assert_eq!(e.tasks[0].cpu, 0);
+    assert!(
+        multi_lb::try_balance(&mut e, x, smt, Kind::NewlyIdle),
+        "not hot for the sibling"
+    );
+    assert_eq!(e.tasks[0].cpu, x);
+}
+
+#[test]
+fn task_hot_follows_the_kernels_order() {
+    use crate::sim::balance::task_hot;
+    use crate::sim::machine::LevelKind;
+    assert!(!task_hot(LevelKind::Smt, 0.0, 500_000.0));
+    assert!(!task_hot(LevelKind::Smt, 0.0, -1.0), "SMT comes before -1");
+    assert!(task_hot(LevelKind::Mc, 499_999.0, 500_000.0));
+    assert!(!task_hot(LevelKind::Mc, 500_000.0, 500_000.0));
+    assert!(task_hot(LevelKind::Numa(21), 1e12, -1.0));
+    assert!(!task_hot(LevelKind::Pkg, 0.0, 0.0));
 }
