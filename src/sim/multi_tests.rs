@@ -293,12 +293,7 @@ fn a_probe_left_behind_its_pinned_worker_flags_the_group_above_until_a_balanced_
     assert!(!p.kernel.group_imbalance, "off by default");
     p.kernel.group_imbalance = true;
     let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
-    let job = Job {
-        allowed: (0..m.len()).collect(),
-        mem: MemPolicy::Float,
-        forced: None,
-    };
-    let s = spec(vec![job], false, 1);
+    let s = spec(float_jobs(&m, 1), false, 1);
     let mut e = Multi::new(&m, &p, &lm, &s);
     let busy = |e: &mut Multi, c: usize| {
         e.rqs[c].worker_busy = true;
@@ -352,12 +347,7 @@ fn a_probe_just_preempted_is_not_cache_hot_for_its_smt_sibling() {
     let m = machine("xeon-8167m-2n");
     let p = Profile::load("xeon-8167m").unwrap();
     let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
-    let job = Job {
-        allowed: (0..m.len()).collect(),
-        mem: MemPolicy::Float,
-        forced: None,
-    };
-    let s = spec(vec![job], false, 1);
+    let s = spec(float_jobs(&m, 1), false, 1);
     let (smt, mc) = (0, 1);
     let (x, y) = (m.siblings[0][0], 2);
     let waiting_hot = |e: &mut Multi| {
