@@ -142,3 +142,48 @@ fn numa_balancing_joins_the_preferred_node_only_when_the_nodes_stay_balanced() {
     assert!(moves > 0, "the probe never joined its preferred node");
     assert!(sticks > 0, "it never stuck: the balance rule never refused");
 }
+
+#[test]
+fn the_smt_siblings_idle_start_makes_a_newly_idle_balance() {
+    // The bug: with smt_share < 1 the engine also steps at the sibling's
+    // load transitions, and that step, at the very instant of the sibling's
+    // idle start, made the search for the next idle start skip it: the
+    // sibling never balanced newly idle, and only the idle balancer's next
+    // tick (4 ms at HZ 250) took the waiting probe. Newly idle, the sibling
+    // takes it within its wake-up jitter (20 us on this profile); the rest
+    // start waiting with the sibling already idle, for the next tick.
+    let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
+    let p = Profile::load("xeon-8167m").unwrap();
+    assert!(p.cpu.smt_share < 1.0);
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let core = vec![0, m.siblings[0][0]];
+    let mut s = spec(&m, core.clone(), MemPolicy::Bind(0), 60.0, 5);
+    s.iterations = 20;
+    let e = Engine::new(&m, &p, &load, &s);
+    let shift = e.shift;
+    let r = e.run();
+    let moves: Vec<_> = r
+        .moves
+        .iter()
+        .filter(|mv| mv.cause == Cause::LoadBalance)
+        .collect();
+    assert!(moves.len() > 20, "{} moves", moves.len());
+    // How long the destination had been idle when it took the probe.
+    let idle_for = |to: usize, t: f64| {
+        let lt = t + shift;
+        let mut back = 0.0;
+        while back < 20e6 && !load.busy(to, lt - back - 1e3) {
+            back += 1e3;
+        }
+        back
+    };
+    let prompt = moves
+        .iter()
+        .filter(|mv| idle_for(mv.to, mv.t_ns as f64) < 200e3)
+        .count();
+    assert!(
+        prompt * 10 >= moves.len() * 4,
+        "{prompt} of {} moves within 200 us of the taker's idle start",
+        moves.len()
+    );
+}
