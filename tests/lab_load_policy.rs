@@ -7,6 +7,12 @@
 //! (MPOL_LOCAL, not migrate-on-fault) a worker takes no hinting faults and
 //! never prefers a node, and the preferred node then protects (docs/sim.md,
 //! "What the load looks like to NUMA balancing").
+//!
+//! It once failed in CI: an MPOL_LOCAL worker took 2 faults. Another
+//! thread of the load's process (default policy) had scanned, and a VMA
+//! without a policy of its own is judged by the scanner's; the workers'
+//! stacks and stop flag now carry MPOL_LOCAL themselves (src/load,
+//! `mpol_local_worker_stacks_carry_the_policy_whoever_scans`).
 
 mod common;
 

@@ -62,7 +62,7 @@ pub fn is_default_period_ms(ms: &f64) -> bool {
 
 use crate::idset::IdSet;
 use crate::sys;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::sys::stop_page::{StopFlag, StopPage};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -200,7 +200,7 @@ impl LoadPolicy {
 
 /// A running load; dropping it stops the workers.
 pub struct Load {
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopPage>,
     workers: Vec<JoinHandle<()>>,
     spec: LoadSpec,
 }
@@ -209,13 +209,28 @@ impl Load {
     /// Starts one pinned worker per CPU. `percent` outside 0-100 or an empty
     /// list is the caller's error to catch first (see `commands::load`).
     pub fn start(spec: &LoadSpec) -> std::io::Result<Load> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
+        // Under MPOL_LOCAL every page a worker touches carries that policy
+        // as its own (the stop page here, each worker's stack below), so no
+        // scan by a default-policy thread of this process (the main thread
+        // of `load`, `run` or `jobs`) can give a worker a hinting fault:
+        // vma_policy_mof() otherwise takes the scanning thread's policy.
+        let local = sys::numa::Policy::Local;
+        let stop = Arc::new(StopPage::map(
+            (spec.policy == LoadPolicy::Local).then_some(&local),
+        )?);
+        // Built before the first worker, so an error part-way (a CPU that
+        // cannot be pinned) drops it: the workers started so far are
+        // stopped and joined, none is left spinning unpinned.
+        let mut load = Load {
+            stop,
+            workers: Vec::new(),
+            spec: spec.clone(),
+        };
         let period_ns = spec.period.as_nanos() as f64;
         let offsets = spec.phases.offsets_ns(&spec.places, spec.seed, period_ns);
         let epoch = Instant::now();
         for (k, cpu) in spec.cpus.iter().enumerate() {
-            let stop = stop.clone();
+            let stop = load.stop.clone();
             let busy = spec.period.mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
             let period = spec.period;
             let policy = spec.policy;
@@ -224,30 +239,20 @@ impl Load {
             let handle = std::thread::Builder::new()
                 .name(format!("load-cpu{cpu}"))
                 .spawn(move || {
-                    let pinned = sys::set_affinity(0, &[cpu].into_iter().collect())
-                        .map_err(|e| format!("pinning a load worker to CPU {cpu}: {e}"))
-                        .and_then(|()| match policy {
-                            LoadPolicy::Default => Ok(()),
-                            LoadPolicy::Local => {
-                                sys::numa::set_mempolicy(&sys::numa::Policy::Local).map_err(|e| {
-                                    format!("MPOL_LOCAL for the load worker on CPU {cpu}: {e}")
-                                })
-                            }
-                        });
-                    let _ = tx.send(pinned);
-                    sys::set_timer_slack_ns(1);
-                    worker(&stop, epoch + offset, period, busy);
+                    let placed = place_worker(cpu, policy);
+                    let ok = placed.is_ok();
+                    let _ = tx.send(placed);
+                    if ok {
+                        sys::set_timer_slack_ns(1);
+                        worker(stop.flag(), epoch + offset, period, busy);
+                    }
                 })?;
+            load.workers.push(handle);
             rx.recv()
                 .unwrap_or_else(|_| Err("load worker died at start".into()))
                 .map_err(std::io::Error::other)?;
-            workers.push(handle);
         }
-        Ok(Load {
-            stop,
-            workers,
-            spec: spec.clone(),
-        })
+        Ok(load)
     }
 
     pub fn spec(&self) -> &LoadSpec {
@@ -260,11 +265,8 @@ impl Load {
     }
 
     fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake sleepers at once, so stopping costs microseconds, not a period.
-        for w in &self.workers {
-            w.thread().unpark();
-        }
+        // Wakes sleepers at once, so stopping costs microseconds, not a period.
+        self.stop.flag().set();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
@@ -277,24 +279,29 @@ impl Drop for Load {
     }
 }
 
-/// Sleeps until `t` unless stopped (parked, so [`Load::stop`] can wake it).
-fn sleep_until(stop: &AtomicBool, t: Instant) {
-    while !stop.load(Ordering::Relaxed) {
-        match t.checked_duration_since(Instant::now()) {
-            Some(d) if !d.is_zero() => std::thread::park_timeout(d),
-            _ => return,
-        }
+/// Pins the calling worker to `cpu` and gives it the load's memory policy.
+fn place_worker(cpu: u32, policy: LoadPolicy) -> Result<(), String> {
+    sys::set_affinity(0, &[cpu].into_iter().collect())
+        .map_err(|e| format!("pinning a load worker to CPU {cpu}: {e}"))?;
+    let local = sys::numa::Policy::Local;
+    match policy {
+        // A stack glibc reuses may still carry an earlier worker's policy.
+        LoadPolicy::Default => sys::numa::mbind_own_stack(None)
+            .map_err(|e| format!("the default policy for the load worker on CPU {cpu}: {e}")),
+        LoadPolicy::Local => sys::numa::set_mempolicy(&local)
+            .and_then(|()| sys::numa::mbind_own_stack(Some(&local)))
+            .map_err(|e| format!("MPOL_LOCAL for the load worker on CPU {cpu}: {e}")),
     }
 }
 
 /// Busy-spins for `busy` of each period starting at `start`, sleeps the rest.
-fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
+fn worker(stop: StopFlag, start: Instant, period: Duration, busy: Duration) {
     let mut next = start;
-    sleep_until(stop, next);
+    stop.sleep_until(next);
     let mut spin = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_set() {
         let busy_end = next + busy;
-        while Instant::now() < busy_end && !stop.load(Ordering::Relaxed) {
+        while Instant::now() < busy_end && !stop.is_set() {
             // Pure CPU work: no memory traffic beyond this register.
             for _ in 0..64 {
                 spin = std::hint::black_box(spin.wrapping_mul(6364136223846793005).wrapping_add(1));
@@ -303,7 +310,7 @@ fn worker(stop: &AtomicBool, start: Instant, period: Duration, busy: Duration) {
         next += period;
         let now = Instant::now();
         if next > now {
-            sleep_until(stop, next);
+            stop.sleep_until(next);
         } else {
             // Fell behind (preempted): resynchronise instead of bursting.
             while next <= now {
@@ -345,6 +352,119 @@ mod tests {
         );
         assert_eq!(s.period, Duration::from_millis(100));
         assert_eq!((s.percent, s.seed, s.cpus.len()), (60.0, 7, 4));
+    }
+
+    /// The load tests start workers in this process and look them up by
+    /// name in /proc/self/task: one at a time.
+    static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn spec_on(cpus: &str, policy: LoadPolicy) -> LoadSpec {
+        let cpus = IdSet::parse(cpus).unwrap();
+        LoadSpec {
+            percent: 0.0,
+            places: anywhere(cpus.len()),
+            cpus,
+            period: Duration::from_millis(20),
+            policy,
+            phases: LoadPhases::Staggered,
+            seed: 1,
+        }
+    }
+
+    /// (tid, name) of this process's threads.
+    fn threads() -> Vec<(u32, String)> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+                Some((
+                    e.file_name().to_str()?.parse().ok()?,
+                    comm.trim().to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    /// The memory policy numa_maps shows for the mapping holding the stack
+    /// pointer of thread `tid`, asleep in a system call.
+    fn stack_policy(tid: u32) -> String {
+        let syscall = format!("/proc/self/task/{tid}/syscall");
+        let sp = (0..500)
+            .find_map(|_| {
+                let text = std::fs::read_to_string(&syscall).unwrap();
+                // "NR arg1 .. arg6 SP PC" while blocked, "running" else.
+                let f: Vec<&str> = text.split_whitespace().collect();
+                if f.len() == 9 {
+                    return usize::from_str_radix(f[7].trim_start_matches("0x"), 16).ok();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                None
+            })
+            .expect("the worker never slept");
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let start = maps
+            .lines()
+            .find_map(|l| {
+                let (lo, hi) = l.split_whitespace().next()?.split_once('-')?;
+                let (lo, hi) = (
+                    usize::from_str_radix(lo, 16).ok()?,
+                    usize::from_str_radix(hi, 16).ok()?,
+                );
+                (lo..hi).contains(&sp).then_some(lo)
+            })
+            .expect("no mapping holds the stack pointer");
+        let numa_maps = std::fs::read_to_string("/proc/self/numa_maps").unwrap();
+        numa_maps
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                let lo = usize::from_str_radix(w.next()?, 16).ok()?;
+                (lo == start).then(|| w.next().unwrap_or("").to_string())
+            })
+            .expect("numa_maps lacks the stack's mapping")
+    }
+
+    /// The lab flake of `load_workers_prefer_their_own_node_unless_under_
+    /// mpol_local`: an MPOL_LOCAL worker took hinting faults, because its
+    /// policy was only its thread's, and task_numa_work() run by another
+    /// thread (default policy) judges a VMA without a policy of its own by
+    /// the scanner's. Each worker's stack now carries MPOL_LOCAL itself.
+    #[test]
+    fn mpol_local_worker_stacks_carry_the_policy_whoever_scans() {
+        let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        if !std::path::Path::new("/proc/self/numa_maps").exists() {
+            eprintln!("SKIP: no /proc/self/numa_maps (kernel without CONFIG_NUMA)");
+            return;
+        }
+        for (policy, want) in [
+            (LoadPolicy::Local, "local"),
+            (LoadPolicy::Default, "default"),
+        ] {
+            let load = Load::start(&spec_on("0", policy)).unwrap();
+            let (tid, _) = threads()
+                .into_iter()
+                .find(|(_, name)| name == "load-cpu0")
+                .expect("no load-cpu0 thread");
+            assert_eq!(stack_policy(tid), want, "{policy:?}");
+            load.stop();
+        }
+    }
+
+    /// A CPU that cannot be pinned failed the start but left the workers
+    /// started before it running, and its own worker spinning unpinned.
+    #[test]
+    fn a_worker_that_cannot_be_pinned_leaves_no_worker_running() {
+        let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        let e = Load::start(&spec_on("0,4095", LoadPolicy::Default))
+            .err()
+            .expect("CPU 4095 pinned");
+        assert!(e.to_string().contains("CPU 4095"), "{e}");
+        let left: Vec<_> = threads()
+            .into_iter()
+            .filter(|(_, n)| n.starts_with("load-cpu"))
+            .collect();
+        assert!(left.is_empty(), "workers left running: {left:?}");
     }
 
     /// `n` CPUs in one core: where they are does not matter to staggered

@@ -8,6 +8,7 @@ pub mod buffer;
 pub mod numa;
 pub mod signals;
 pub mod state;
+pub mod stop_page;
 
 pub use buffer::Buffer;
 

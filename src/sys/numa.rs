@@ -59,6 +59,7 @@ impl PolicyScope {
     }
 }
 
+const MPOL_DEFAULT: i32 = 0;
 const MPOL_PREFERRED: i32 = 1;
 const MPOL_BIND: i32 = 2;
 const MPOL_INTERLEAVE: i32 = 3;
@@ -67,9 +68,61 @@ const MPOL_LOCAL: i32 = 4;
 /// Bits in the node masks passed to the kernel (its MAX_NUMNODES is <= 1024).
 const MASK_BITS: usize = 1024;
 
+/// mbind(2)'s flag: also move the range's pages that the policy would
+/// place elsewhere.
+const MPOL_MF_MOVE: u32 = 1 << 1;
+
 /// Applies `policy` to `[addr, addr+len)` before any page is touched.
 pub fn mbind(addr: usize, len: usize, policy: &Policy) -> io::Result<()> {
     let (mode, mask) = mode_and_mask(policy)?;
+    mbind_raw(addr, len, mode, &mask, 0)
+}
+
+/// Gives the calling thread's stack (the whole mapping glibc made for it
+/// but the guard page: thread-local storage and the thread's descriptor
+/// sit at its top) `policy` as a VMA policy, moving the pages it has
+/// touched already to where the policy puts them; `None` removes any VMA
+/// policy (MPOL_DEFAULT), which matters because glibc hands an exited
+/// thread's stack, policy and all, to the next thread it creates. A VMA policy of its own
+/// decides for NUMA balancing whichever thread of the process scans; the
+/// thread policy of set_mempolicy(2) counts only when the scanning thread
+/// is this one (vma_policy_mof() falls back to the *scanner's* policy).
+pub fn mbind_own_stack(policy: Option<&Policy>) -> io::Result<()> {
+    let (mode, mask) = match policy {
+        Some(p) => mode_and_mask(p)?,
+        None => (MPOL_DEFAULT, node_mask(&IdSet::default())?),
+    };
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: pthread_getattr_np initialises `attr` for the calling thread
+    // when it returns 0, and only then is it read and destroyed.
+    let rc = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    let (mut addr, mut size) = (std::ptr::null_mut::<libc::c_void>(), 0usize);
+    // SAFETY: `attr` was initialised above; `addr` and `size` outlive the
+    // call. The attribute object is destroyed exactly once.
+    let rc = unsafe {
+        let rc = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
+        libc::pthread_attr_destroy(attr.as_mut_ptr());
+        rc
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    let page = page_size();
+    let start = addr as usize / page * page;
+    let end = (addr as usize + size).div_ceil(page) * page;
+    mbind_raw(start, end - start, mode, &mask, MPOL_MF_MOVE)
+}
+
+fn mbind_raw(
+    addr: usize,
+    len: usize,
+    mode: i32,
+    mask: &[libc::c_ulong],
+    flags: u32,
+) -> io::Result<()> {
     // SAFETY: `mask` holds MASK_BITS bits and lives across the call; the
     // kernel only reads it. The range is the caller's own mapping.
     let rc = unsafe {
@@ -80,7 +133,7 @@ pub fn mbind(addr: usize, len: usize, policy: &Policy) -> io::Result<()> {
             mode,
             mask.as_ptr(),
             MASK_BITS as libc::c_ulong + 1,
-            0u32,
+            flags,
         )
     };
     if rc == 0 {

@@ -1,0 +1,169 @@
+//! A stop flag threads can sleep on: one word on an anonymous page of its
+//! own, set with a futex(2) wake and slept on with a futex wait.
+//!
+//! Why not `Arc<AtomicBool>` and `park_timeout`: both keep their state on
+//! the process heap, and NUMA balancing scans the heap with the policy of
+//! whichever thread of the process runs `task_numa_work()`. A `numalab load`
+//! worker under `--policy local` must take no hinting faults at all (its
+//! MPOL_LOCAL is not migrate-on-fault), but a worker that polls a heap word
+//! faults whenever a default-policy thread (the load's or the run's main
+//! thread) has scanned that page. On a page of its own the flag can carry
+//! its own memory policy (`mbind` before the first touch), which decides
+//! for NUMA balancing whoever scans. std has no futex; two raw calls do not
+//! justify another dependency.
+
+use super::numa::{self, Policy};
+use std::io;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+/// The page; the flag is [`StopPage::flag`]. Unmapped on drop, so holders
+/// share it through an `Arc` that each worker keeps until it returns.
+pub struct StopPage {
+    word: NonNull<AtomicU32>,
+    len: usize,
+}
+
+// SAFETY: the page is only reached through the AtomicU32 in it, which is
+// Sync; the mapping lives as long as the value.
+unsafe impl Send for StopPage {}
+// SAFETY: as above.
+unsafe impl Sync for StopPage {}
+
+impl StopPage {
+    /// Maps the page, applies `policy` to it if given, then touches it
+    /// (the flag starts clear).
+    pub fn map(policy: Option<&Policy>) -> io::Result<StopPage> {
+        let len = numa::page_size();
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected and the result is checked for MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let page = StopPage {
+            // SAFETY: mmap succeeded, so `p` is non-null and page aligned,
+            // aligned enough for an AtomicU32; zero-filled memory is a
+            // valid, clear AtomicU32.
+            word: unsafe { NonNull::new_unchecked(p as *mut AtomicU32) },
+            len,
+        };
+        if let Some(policy) = policy {
+            numa::mbind(p as usize, len, policy)?;
+        }
+        page.flag().0.store(0, Ordering::Relaxed);
+        Ok(page)
+    }
+
+    /// The flag itself: a reference into the page, to keep on the stack so
+    /// reading it touches the page and nothing else.
+    pub fn flag(&self) -> StopFlag<'_> {
+        // SAFETY: the pointer is valid for the life of `self` (see `map`).
+        StopFlag(unsafe { self.word.as_ref() })
+    }
+}
+
+impl Drop for StopPage {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping this value owns; no flag
+        // borrowed from it outlives it.
+        unsafe {
+            libc::munmap(self.word.as_ptr() as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// The stop flag of a [`StopPage`].
+#[derive(Clone, Copy)]
+pub struct StopFlag<'a>(&'a AtomicU32);
+
+impl StopFlag<'_> {
+    pub fn is_set(self) -> bool {
+        self.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// Sets the flag and wakes every thread sleeping on it.
+    pub fn set(self) {
+        self.0.store(1, Ordering::Release);
+        // SAFETY: FUTEX_WAKE reads nothing but the address, which is valid
+        // (the page outlives `self`).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
+    }
+
+    /// Sleeps until `t`, or less if the flag is or gets set.
+    pub fn sleep_until(self, t: Instant) {
+        while !self.is_set() {
+            let d = match t.checked_duration_since(Instant::now()) {
+                Some(d) if !d.is_zero() => d,
+                _ => return,
+            };
+            let ts = libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: the word and `ts` outlive the call; FUTEX_WAIT sleeps
+            // only while the word is still 0 (a set racing with it returns
+            // EAGAIN) and wakes on FUTEX_WAKE, a signal or the timeout, all
+            // of which the loop re-checks.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.0.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    0u32,
+                    &ts as *const libc::timespec,
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn set_wakes_a_sleeper_long_before_its_deadline() {
+        let page = Arc::new(StopPage::map(None).unwrap());
+        let p = page.clone();
+        let t0 = Instant::now();
+        let sleeper = std::thread::spawn(move || {
+            p.flag()
+                .sleep_until(Instant::now() + Duration::from_secs(60));
+            p.flag().is_set()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!page.flag().is_set());
+        page.flag().set();
+        assert!(sleeper.join().unwrap(), "woke with the flag clear");
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_clear_flag_sleeps_to_the_deadline() {
+        let page = StopPage::map(Some(&Policy::Local)).unwrap();
+        let t0 = Instant::now();
+        page.flag().sleep_until(t0 + Duration::from_millis(30));
+        assert!(t0.elapsed() >= Duration::from_millis(30));
+        assert!(!page.flag().is_set());
+    }
+}
