@@ -402,7 +402,6 @@ impl<'a> Engine<'a> {
                 let newidle = NewIdleAttempts {
                     seed: self.spec.seed,
                     period_ns: self.load.period_ns,
-                    made: self.newidle_made(),
                     ni_random: self.p.kernel.ni_random,
                     stats: &self.newidle,
                 };
@@ -416,16 +415,6 @@ impl<'a> Engine<'a> {
         self.next_idle_memo = None;
         self.idle_consumed = None;
         self.migrated_waiting = false;
-    }
-
-    /// Whether an idle entry makes a newly-idle balance. The kernel skips it
-    /// while `avg_idle` (the CPU's idle periods, capped at twice
-    /// max(migration_cost_ns, the costliest balance)) is below the domain's
-    /// `max_newidle_lb_cost`, the longest a newly-idle balance there took:
-    /// microseconds on hardware. The model takes that cost as nil, so any
-    /// idle period makes one (migration_cost_ns only raises the cap).
-    pub fn newidle_made(&self) -> bool {
-        self.load.period_ns > self.load.busy_ns
     }
 
     /// Assigns first-touch nodes to warm-up pages touched so far.
@@ -576,7 +565,15 @@ impl<'a> Engine<'a> {
                 let (x, raw) = newidle_cpu.expect("newidle event has a CPU");
                 self.next_idle_memo = None;
                 self.idle_consumed = Some(raw);
-                if self.newidle_made() && !self.busy(x, at) {
+                // Every idle entry makes a newly-idle balance. The kernel
+                // skips it while `avg_idle` (the CPU's idle periods, capped
+                // at twice max(migration_cost_ns, the costliest balance)) is
+                // below the domain's `max_newidle_lb_cost`, the longest a
+                // newly-idle balance there took: microseconds on hardware.
+                // The model takes that cost as nil, so any idle period
+                // opens the gate (migration_cost_ns only raises the cap);
+                // a load with no idle periods has no idle starts at all.
+                if !self.busy(x, at) {
                     if let Some(level) = self.m.common_level(x, self.cur) {
                         if self.p.kernel.ni_random {
                             let period = self.load.period_ns;

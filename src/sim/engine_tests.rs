@@ -157,7 +157,7 @@ fn the_smt_siblings_idle_start_makes_a_newly_idle_balance() {
     assert!(p.cpu.smt_share < 1.0);
     let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
     let core = vec![0, m.siblings[0][0]];
-    let mut s = spec(&m, core.clone(), MemPolicy::Bind(0), 60.0, 5);
+    let mut s = spec(&m, core, MemPolicy::Bind(0), 60.0, 5);
     s.iterations = 20;
     let e = Engine::new(&m, &p, &load, &s);
     let shift = e.shift;

@@ -140,14 +140,13 @@ impl GroupImbalance {
 }
 
 /// Whether a CPU's newly-idle balance reaches a level, as the engine's
-/// NewIdle event decides it: at every idle entry
-/// ([`super::engine::Engine::newidle_made`]); with NI_RANDOM, with probability (1 + ratio)/1024,
-/// drawn from the seed, the CPU, the level and the idle period.
+/// NewIdle event decides it: at every idle entry (the avg_idle gate is
+/// open, see the engine's NewIdle handler); with NI_RANDOM, with
+/// probability (1 + ratio)/1024, drawn from the seed, the CPU, the level
+/// and the idle period.
 pub struct NewIdleAttempts<'a> {
     pub seed: u64,
     pub period_ns: f64,
-    /// The avg_idle cut-off lets newly-idle balancing run at all.
-    pub made: bool,
     pub ni_random: bool,
     /// NI_RANDOM's state per (CPU, level).
     pub stats: &'a [Vec<NewIdleStats>],
@@ -157,9 +156,6 @@ impl NewIdleAttempts<'_> {
     /// An attempt of CPU `c` at `level` for its idle period starting at
     /// load time `at`.
     pub fn made_at(&self, c: usize, level: usize, at: f64) -> bool {
-        if !self.made {
-            return false;
-        }
         if !self.ni_random {
             return true;
         }

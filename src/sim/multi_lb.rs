@@ -277,7 +277,7 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     };
     let nice = dom.cache_nice_tries;
     let is_numa = dom.is_numa();
-    let kind_of_level = dom.kind;
+    let level_kind = dom.kind;
     // The group a failure for affinity flags; None when the profile does
     // not model the flag, so the checks below cost nothing then.
     let flag =
@@ -347,11 +347,7 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         let all_prefer = rq.nr_running() == preferring;
         let verdict = balance::locality(&e.tasks[i].numa, sn, dn, is_numa, kind, all_prefer);
         let hot = match verdict {
-            -1 => balance::task_hot(
-                kind_of_level,
-                e.t - e.tasks[i].last_ran,
-                e.migration_cost_ns(),
-            ),
+            -1 => balance::task_hot(level_kind, e.t - e.tasks[i].last_ran, e.migration_cost_ns()),
             v => v == 1,
         };
         // The domain's failures (counted by periodic balancing, read by
@@ -408,7 +404,7 @@ pub fn newidle(e: &mut Multi, x: usize) {
     // The kernel skips it while avg_idle is below the domain's
     // max_newidle_lb_cost (microseconds on hardware; migration_cost_ns only
     // caps avg_idle from below): the model takes that cost as nil, as the
-    // one-probe engine does ([`super::engine::Engine::newidle_made`]).
+    // one-probe engine does (its NewIdle handler).
     for level in 0..e.m.cpu_domains[x].len() {
         let pulled = if e.p.kernel.ni_random {
             // As the one-probe engine: every idle period made a call; all

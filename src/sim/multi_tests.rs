@@ -350,18 +350,15 @@ fn a_probe_just_preempted_is_not_cache_hot_for_its_smt_sibling() {
     let s = spec(float_jobs(&m, 1), false, 1);
     let (smt, mc) = (0, 1);
     let (x, y) = (m.siblings[0][0], 2);
-    let waiting_hot = |e: &mut Multi| {
-        e.t = 1e9;
-        e.start(0, 0);
-        e.rqs[0].worker_busy = true;
-        e.join(0, Ent::Worker);
-        // The worker's turn: the probe waits, having run until now.
-        e.leave(0, Ent::Task(0));
-        e.join(0, Ent::Task(0));
-        e.tasks[0].last_ran = e.t;
-    };
     let mut e = Multi::new(&m, &p, &lm, &s);
-    waiting_hot(&mut e);
+    e.t = 1e9;
+    e.start(0, 0);
+    e.rqs[0].worker_busy = true;
+    e.join(0, Ent::Worker);
+    // The worker's turn: the probe waits, having run until now.
+    e.leave(0, Ent::Task(0));
+    e.join(0, Ent::Task(0));
+    e.tasks[0].last_ran = e.t;
     assert!(
         !multi_lb::try_balance(&mut e, y, mc, Kind::NewlyIdle),
         "hot for another core"
