@@ -285,9 +285,13 @@ fn place_worker(cpu: u32, policy: LoadPolicy) -> Result<(), String> {
         .map_err(|e| format!("pinning a load worker to CPU {cpu}: {e}"))?;
     let local = sys::numa::Policy::Local;
     match policy {
-        // A stack glibc reuses may still carry an earlier worker's policy.
-        LoadPolicy::Default => sys::numa::mbind_own_stack(None)
-            .map_err(|e| format!("the default policy for the load worker on CPU {cpu}: {e}")),
+        // A stack glibc reuses may still carry an earlier MPOL_LOCAL
+        // worker's policy. Best effort: where mbind(2) fails (no
+        // CONFIG_NUMA, a seccomp filter) no earlier worker can have set one.
+        LoadPolicy::Default => {
+            let _ = sys::numa::mbind_own_stack(None);
+            Ok(())
+        }
         LoadPolicy::Local => sys::numa::set_mempolicy(&local)
             .and_then(|()| sys::numa::mbind_own_stack(Some(&local)))
             .map_err(|e| format!("MPOL_LOCAL for the load worker on CPU {cpu}: {e}")),
