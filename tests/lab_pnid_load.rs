@@ -18,11 +18,15 @@
 //! another thread scans; after it, an 8-sample run gave 0.70 of PNID -1's
 //! time off A under the MPOL_LOCAL load and 0.73 under the default one:
 //! the forced node is bypassed by balancing failures on this guest, not
-//! by the load preferring a node.
+//! by the load preferring a node. The load balancer's own counters per
+//! domain level (/proc/schedstat around each run: attempts, failures,
+//! tasks pulled, pulled although hot, active pushes) are printed, and
+//! checked against the trace.
 
 mod common;
 
 use common::{jsonl, lab};
+use numalab::analysis::schedstat::{self, BalanceKind};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 
@@ -32,9 +36,18 @@ fn script() -> String {
     format!(
         r#"
 printf 'samples = {SAMPLES}\nload = 60\nmem = ["A"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = 8\n[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = "A"\nnb = 1\n' > /tmp/s.toml
+# The load balancer's own counters around each run (lab kernel:
+# CONFIG_SCHEDSTATS), to say how the probe left its forced node.
+echo 1 > /proc/sys/kernel/sched_schedstats
 for pol in default local; do
+    cat /proc/schedstat > /tmp/$pol.ss0
     numalab run --spec /tmp/s.toml --trace --load-policy $pol --out /tmp/$pol >/tmp/$pol.txt 2>&1
     echo "$pol rc=$?"
+    cat /proc/schedstat > /tmp/$pol.ss1
+done
+for pol in default local; do
+    echo @@${{pol}}ss0; cat /tmp/$pol.ss0
+    echo @@${{pol}}ss1; cat /tmp/$pol.ss1
 done
 echo @@default; cat /tmp/default/samples.jsonl
 echo @@local; cat /tmp/local/samples.jsonl
@@ -131,6 +144,9 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
             );
         }
     }
+    for pol in ["default", "local"] {
+        balancing_at_the_numa_domain(pol, &s, &jsonl(&s[pol]));
+    }
     let off = |c: &[(Vec<f64>, Vec<f64>); 2], row: usize| mean(&c[row].1);
     eprintln!(
         "PNID A off A: {:.1}% under the MPOL_LOCAL load ({:.1}% without PNID), \
@@ -139,5 +155,59 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
         off(&l, 0),
         off(&d, 1),
         off(&d, 0)
+    );
+}
+
+/// Prints the load balancer's counters per domain level over `pol`'s run
+/// (/proc/schedstat before and after) and checks them against the trace:
+/// every cross-node move the trace puts down to load balancing is a task
+/// pulled or pushed at the NUMA domain, which also counts every other
+/// task's and the time outside the probe's timed loops, so it can only
+/// hold more.
+fn balancing_at_the_numa_domain(
+    pol: &str,
+    s: &std::collections::BTreeMap<String, String>,
+    samples: &[Value],
+) {
+    let read = |k: &str| schedstat::parse(&s[&format!("{pol}{k}")]).unwrap();
+    let d = schedstat::delta(&read("ss0"), &read("ss1")).unwrap();
+    let levels = schedstat::by_level(&d);
+    for l in &levels {
+        let c = &l.counters;
+        let kinds: Vec<String> = BalanceKind::ALL
+            .iter()
+            .map(|&k| {
+                let x = c.lb(k);
+                format!(
+                    "{} {}/{}/{}/{}",
+                    k.name(),
+                    x.count,
+                    x.failed,
+                    x.gained,
+                    x.hot_gained
+                )
+            })
+            .collect();
+        eprintln!(
+            "{pol:8} domain{} ({:?} CPUs): attempts/failed/gained/hot {}; active pushed {}",
+            l.level,
+            l.span_sizes,
+            kinds.join(", "),
+            c.alb_pushed
+        );
+    }
+    let numa = &levels.last().expect("no sched domain").counters;
+    let traced: f64 = samples
+        .iter()
+        .map(|x| {
+            x["trace"]["task"]["cross_node_causes"]["load_balance"]
+                .as_f64()
+                .unwrap()
+        })
+        .sum();
+    assert!(
+        numa.moved() as f64 >= traced,
+        "{pol}: the NUMA domain moved {} tasks, the trace saw the probe cross {traced} times by load balancing",
+        numa.moved()
     );
 }
