@@ -15,10 +15,18 @@
 //! TCG twelve guest runs of eight gave, per batch: 49.9-59.8% on the
 //! memory's node, 23-39 moves and 10.4-22.2 crossings per job, a
 //! cross-node share of 0.42-0.59. The tolerances below are that
-//! batch-to-batch spread, widened (15 points, 0.15 of share, a factor of 2
-//! in counts), with twelve runs to a batch to narrow it; a sim that held
-//! its jobs as the kernel seemed to under single-threaded TCG (share
-//! 0.24-0.30, 3-4 crossings per job) fails them.
+//! batch-to-batch spread, widened (15 points, 0.15 of share), with twelve
+//! runs to a batch to narrow it; a sim that held its jobs as the kernel
+//! seemed to under single-threaded TCG (67-90% on the memory's node) fails
+//! them.
+//!
+//! How often the jobs move, as counts, is printed and not asserted: it
+//! depends on the host that runs the vCPU threads. A factor of 2 held on
+//! the hosts above, then failed on an AMD EPYC host under Linux 6.18 (the
+//! stop-20 machine): 60.7 and 60.2 moves and 24.1 and 25.3 crossings per
+//! job, and 94.5 and 49.0 with the binary that had passed there before,
+//! against the sim's 26.4 and 14.2, while the time on the memory's node
+//! (54.2-55.5%) and the cross-node share (0.40-0.52) stayed where they were.
 //!
 //! Runs alone (scripts/test.sh reads the `test.sh: alone` line above): the
 //! guest's four vCPU threads take both host cores, and a guest in another
@@ -177,14 +185,12 @@ fn jobs_engine_matches_two_jobs_on_the_2node_guest() {
         lab.share,
         sim.share
     );
+    // Counts depend on the host's scheduling of the vCPU threads (see the
+    // module notes): printed for the record only.
     for (what, l, m) in [
         ("moves per job", lab.moves, sim.moves),
         ("crossings per job", lab.crossings, sim.crossings),
     ] {
-        let ratio = m / l;
-        assert!(
-            (0.5..=2.0).contains(&ratio),
-            "{what}: lab {l:.1}, sim {m:.1} (ratio {ratio:.2})"
-        );
+        eprintln!("  {what}: sim / lab {:.2}", m / l);
     }
 }
