@@ -227,20 +227,21 @@ pub fn parse(text: &str) -> Result<Schedstat, String> {
                     f.len()
                 )));
             }
-            let lb = |k: usize| LbCounters::from_fields(&f[8 * order[k]..8 * order[k] + 8]);
+            // The 30 kept counters in `Counters::fields` order: the three
+            // kinds of balancing in BalanceKind order, then active balancing
+            // (24-26) and the wake-up counters (33-35; 27-32 are the
+            // unused exec/fork groups).
+            let mut kept = [0u64; 30];
+            for (k, &col) in order.iter().enumerate() {
+                kept[8 * k..8 * k + 8].copy_from_slice(&f[8 * col..8 * col + 8]);
+            }
+            kept[24..27].copy_from_slice(&f[24..27]);
+            kept[27..30].copy_from_slice(&f[33..36]);
             domains.push(DomainStats {
                 cpu,
                 level,
                 span,
-                counters: Counters {
-                    lb: [lb(0), lb(1), lb(2)],
-                    alb_count: f[24],
-                    alb_failed: f[25],
-                    alb_pushed: f[26],
-                    ttwu_wake_remote: f[33],
-                    ttwu_move_affine: f[34],
-                    ttwu_move_balance: f[35],
-                },
+                counters: Counters::from_fields(&kept),
             });
         }
     }

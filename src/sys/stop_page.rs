@@ -12,55 +12,35 @@
 //! for NUMA balancing whoever scans. std has no futex; two raw calls do not
 //! justify another dependency.
 
+use super::buffer::Buffer;
 use super::numa::{self, Policy};
 use std::io;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-/// The page; the flag is [`StopPage::flag`]. Unmapped on drop, so holders
-/// share it through an `Arc` that each worker keeps until it returns.
+/// The page; the flag is [`StopPage::flag`]. Unmapped on drop (by its
+/// [`Buffer`]), so holders share it through an `Arc` that each worker keeps
+/// until it returns.
 pub struct StopPage {
-    word: NonNull<AtomicU32>,
-    len: usize,
+    /// One page, reached only through [`StopPage::flag`]: never as a slice,
+    /// so no plain read races with the atomic stores.
+    page: Buffer,
 }
 
-// SAFETY: the page is only reached through the AtomicU32 in it, which is
-// Sync; the mapping lives as long as the value.
-unsafe impl Send for StopPage {}
-// SAFETY: as above.
+// SAFETY: the page is only reached through the AtomicU32 at its start,
+// which is Sync; the Buffer is private and owns the mapping for as long as
+// the value lives.
 unsafe impl Sync for StopPage {}
 
 impl StopPage {
     /// Maps the page, applies `policy` to it if given, then touches it
     /// (the flag starts clear).
     pub fn map(policy: Option<&Policy>) -> io::Result<StopPage> {
-        let len = numa::page_size();
-        // SAFETY: a fresh private anonymous mapping; no existing memory is
-        // affected and the result is checked for MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let page = StopPage {
-            // SAFETY: mmap succeeded, so `p` is non-null and page aligned,
-            // aligned enough for an AtomicU32; zero-filled memory is a
-            // valid, clear AtomicU32.
-            word: unsafe { NonNull::new_unchecked(p as *mut AtomicU32) },
-            len,
-        };
+        let page = Buffer::map(numa::page_size())?;
         if let Some(policy) = policy {
-            numa::mbind(p as usize, len, policy)?;
+            numa::mbind(page.addr(), page.bytes(), policy)?;
         }
+        let page = StopPage { page };
         page.flag().0.store(0, Ordering::Relaxed);
         Ok(page)
     }
@@ -68,18 +48,11 @@ impl StopPage {
     /// The flag itself: a reference into the page, to keep on the stack so
     /// reading it touches the page and nothing else.
     pub fn flag(&self) -> StopFlag<'_> {
-        // SAFETY: the pointer is valid for the life of `self` (see `map`).
-        StopFlag(unsafe { self.word.as_ref() })
-    }
-}
-
-impl Drop for StopPage {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping this value owns; no flag
-        // borrowed from it outlives it.
-        unsafe {
-            libc::munmap(self.word.as_ptr() as *mut libc::c_void, self.len);
-        }
+        // SAFETY: the mapping is page aligned (aligned enough for an
+        // AtomicU32), readable and writable, zero-filled (a valid, clear
+        // AtomicU32) and lives as long as `self`; nothing reaches its first
+        // word but through this atomic (see `page`).
+        StopFlag(unsafe { &*(self.page.addr() as *const AtomicU32) })
     }
 }
 
