@@ -14,7 +14,7 @@ compgen -G '/boot/vmlinuz-*' >/dev/null || need+=(linux-image-amd64)
 command -v numactl >/dev/null || need+=(numactl)
 command -v cpio >/dev/null || need+=(cpio)
 command -v gcc >/dev/null || need+=(gcc)
-# The lab kernel (tests/lab_pnid.rs builds it when lab/.cache lacks it), and
+# The lab kernel (tests/lab_pnid.rs builds it when the lab cache lacks it), and
 # tests/pnid_patch_locality.rs (the patched fair.c function, with patch).
 [ -e /usr/src/linux-source-6.12.tar.xz ] || need+=(linux-source-6.12)
 command -v make >/dev/null || need+=(make)

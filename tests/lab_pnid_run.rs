@@ -14,7 +14,9 @@
 //! Welch's p, and documented (docs/preferred-node.md), not asserted: TCG
 //! guests have four vCPUs and uniform memory, and the seed's magnitudes
 //! (about 1400 cross-node moves falling to about 10) come from a 128-CPU
-//! machine running 5-minute samples.
+//! machine running 5-minute samples. CI runs 2 samples a cell of 4
+//! passes, enough for every assertion; `NUMALAB_LAB_MEASURE=1` runs the 4
+//! samples of 8 passes that the docs quote.
 
 mod common;
 
@@ -25,14 +27,14 @@ use std::collections::BTreeMap;
 
 const NOFAULT: &str = r#"knobs = { "sched/numa_balancing/scan_delay_ms" = "4294967295", "sched/numa_balancing/scan_period_min_ms" = "4294967295", "sched/numa_balancing/scan_period_max_ms" = "4294967295" }"#;
 
-fn script(samples: u32) -> String {
+fn script(samples: u32, counts: u32) -> String {
     format!(
         r#"
 numalab run --samples 1 --size 8M --counts 1 --load 60 --out /tmp/full >/tmp/full.txt 2>&1
 echo "full rc=$?"
 echo @@fullmeta; cat /tmp/full/run.json
 echo @@fullsamples; cat /tmp/full/samples.jsonl
-head() {{ printf 'samples = {samples}\nload = 60\nmem = ["%s"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = 8\n' "$1"; }}
+head() {{ printf 'samples = {samples}\nload = 60\nmem = ["%s"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = {counts}\n' "$1"; }}
 {{ head A; printf '[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = "A"\nnb = 1\n[[blocks]]\npnid = "A"\nnb = 1\n%s\n[[blocks]]\npnid = "A"\nnb = 0\n' '{NOFAULT}'; }} > /tmp/a.toml
 {{ head F; printf '[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = -1\nnb = 0\n'; }} > /tmp/f.toml
 numalab run --spec /tmp/a.toml --trace --out /tmp/a >/tmp/a.txt 2>&1; echo "a rc=$?"
@@ -90,7 +92,10 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
     let Some(kernel) = lab::pnid_kernel() else {
         return;
     };
-    let Some(run) = lab::run_on(Some(&kernel), "2node", &script(4), 1800) else {
+    // CI checks the guarantees with short cells; the figures quoted in
+    // docs/preferred-node.md are from NUMALAB_LAB_MEASURE=1 runs.
+    let (samples, counts) = lab::sized((2, 4), (4, 8));
+    let Some(run) = lab::run_on(Some(&kernel), "2node", &script(samples, counts), 1800) else {
         return;
     };
     let s = run.finished();
@@ -226,6 +231,8 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
         p(x("PNID  0 NB 1 Mem A no-fault"), x(forced)),
         p(x("PNID  0 NB 0 Mem A"), x(forced)),
     ));
-    eprintln!("--- findings (4 vCPUs, TCG, 60% load, 16 MiB x 8 passes) ---\n{table}");
+    eprintln!(
+        "--- findings (4 vCPUs, TCG, 60% load, 16 MiB x {counts} passes, {samples} samples a cell) ---\n{table}"
+    );
     eprintln!("{}\n{}", s["areport"], s["freport"]);
 }

@@ -23,7 +23,7 @@ echo @@bound; numalab probe --cpunodebind 1 --size 16M --counts 4 --json
 echo mono > $T/trace_clock
 echo > $T/trace
 echo 1 > $T/events/sched/sched_migrate_task/enable
-sh -c 'echo "pid == $$" > /sys/kernel/tracing/events/sched/sched_migrate_task/filter; exec numalab probe --size 32M --counts 12 --observe-every 1024 --json' > /tmp/float.json
+sh -c 'echo "pid == $$" > /sys/kernel/tracing/events/sched/sched_migrate_task/filter; exec numalab probe FLOAT_PROBE --observe-every 1024 --json' > /tmp/float.json
 echo 0 > $T/events/sched/sched_migrate_task/enable
 kill -TERM $LP; wait $LP; echo "load rc=$?"
 echo @@float; cat /tmp/float.json
@@ -38,7 +38,13 @@ fn pages(r: &Value, node: &str) -> u64 {
 
 #[test]
 fn probe_placement_and_migrations_on_two_nodes() {
-    let Some(run) = lab::run("2node", SCRIPT, 900) else {
+    // The floating probe: long enough for hundreds of moves in CI, longer
+    // (a 12-pass 32 MiB probe, six times as long) with NUMALAB_LAB_MEASURE=1.
+    let script = SCRIPT.replace(
+        "FLOAT_PROBE",
+        lab::sized("--size 16M --counts 4", "--size 32M --counts 12"),
+    );
+    let Some(run) = lab::run("2node", &script, 900) else {
         return;
     };
     let s = sections(&run.output);

@@ -37,7 +37,7 @@ export NUMALAB_STATE_DIR=/tmp/state
 numalab load --percent 60 --duration 600 >/dev/null 2>&1 &
 LP=$!
 sleep 1
-numalab trace -o /tmp/trace.json -- sh -c 'echo "pid == $$" > /sys/kernel/tracing/instances/check/events/sched/sched_migrate_task/filter; exec numalab probe --size 32M --counts 12 --observe-every 1024 --json' > /tmp/float.json
+numalab trace -o /tmp/trace.json -- sh -c 'echo "pid == $$" > /sys/kernel/tracing/instances/check/events/sched/sched_migrate_task/filter; exec numalab probe FLOAT_PROBE --observe-every 1024 --json' > /tmp/float.json
 echo "trace rc=$?"
 kill -TERM $LP; wait $LP
 echo 0 > $C/events/sched/sched_migrate_task/enable
@@ -69,7 +69,13 @@ echo @@end
 
 #[test]
 fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
-    let Some(run) = lab::run("2node", TRACE_SCRIPT, 900) else {
+    // The floating probe: long enough for hundreds of moves in CI, longer
+    // (a 12-pass 32 MiB probe, six times as long) with NUMALAB_LAB_MEASURE=1.
+    let script = TRACE_SCRIPT.replace(
+        "FLOAT_PROBE",
+        lab::sized("--size 16M --counts 4", "--size 32M --counts 12"),
+    );
+    let Some(run) = lab::run("2node", &script, 900) else {
         return;
     };
     let s = sections(&run.output);

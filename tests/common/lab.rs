@@ -98,6 +98,20 @@ impl GuestRun {
     }
 }
 
+/// How long a lab test measures. Tests whose assertions hold whatever the
+/// run's length (what the kernel guarantees, what the records must say)
+/// run `check` sized runs by default, CI's, so the lab fits CI's time;
+/// `NUMALAB_LAB_MEASURE=1` runs them at `measure` size, the runs whose
+/// printed figures docs/ quote. Anything but unset, empty or `0` is an
+/// error, so a typo does not quietly shorten a measurement.
+pub fn sized<T>(check: T, measure: T) -> T {
+    match std::env::var("NUMALAB_LAB_MEASURE").as_deref() {
+        Err(_) | Ok("") | Ok("0") => check,
+        Ok("1") => measure,
+        Ok(v) => panic!("NUMALAB_LAB_MEASURE must be 0 or 1, not {v:?}"),
+    }
+}
+
 /// Runs `script` (busybox sh) as root in a guest of `topology`; `None` when
 /// the lab cannot run here (after printing SKIPPED), panics when it must.
 pub fn run(topology: &str, script: &str, timeout_s: u32) -> Option<GuestRun> {
@@ -288,4 +302,43 @@ pub fn has_smt_balance(release: &str) -> bool {
         .filter_map(|x| x.parse::<u32>().ok());
     let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
     (major, minor) >= (6, 6)
+}
+
+/// Runs `numalab run --backend sim --trace` with `spec` (TOML text) on the
+/// fixture topology `topology` (tests/fixtures/topo/NAME) and the profile
+/// file `profile`, plus `extra` arguments, writing to `out` (which must
+/// not exist yet); prints the report and returns run.json and the samples.
+pub fn sim_run(
+    topology: &str,
+    spec: &str,
+    profile: &Path,
+    extra: &[&str],
+    out: &Path,
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let spec_path = out.with_extension("toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let root = repo().join(format!("tests/fixtures/topo/{topology}/root"));
+    let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .arg("--sysfs-root")
+        .arg(&root)
+        .args(["run", "--backend", "sim", "--profile"])
+        .arg(profile)
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg("--trace")
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!(
+        "--- {topology} sim report ({}) ---\n{}",
+        out.display(),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let meta =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let samples = super::jsonl(&std::fs::read_to_string(out.join("samples.jsonl")).unwrap());
+    (meta, samples)
 }
