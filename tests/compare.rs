@@ -90,6 +90,7 @@ fn write_traced_run(
                 probe: p,
                 trace: trace.clone(),
                 stop: None,
+                balance: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;

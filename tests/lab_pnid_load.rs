@@ -18,43 +18,51 @@
 //! another thread scans; after it, an 8-sample run gave 0.70 of PNID -1's
 //! time off A under the MPOL_LOCAL load and 0.73 under the default one:
 //! the forced node is bypassed by balancing failures on this guest, not
-//! by the load preferring a node. The load balancer's own counters per
-//! domain level (/proc/schedstat around each run: attempts, failures,
-//! tasks pulled, pulled although hot, active pushes) are printed, and
-//! checked against the trace.
+//! by the load preferring a node. The load balancer's own counters, which
+//! `run --trace` records per sample (`balance`, from /proc/schedstat with
+//! kernel.sched_schedstats turned on for the run and restored), are checked
+//! against the trace sample by sample at the NUMA domain, and printed per
+//! row beside the simulator's for the same spec: how the probe was moved
+//! (by which kind of balancing, how often although hot, how often pushed).
+//! CI runs 3 samples a cell of 4 passes; `NUMALAB_LAB_MEASURE=1` runs the 5
+//! of 8 that the docs quote.
 
 mod common;
 
 use common::{jsonl, lab};
-use numalab::analysis::schedstat::{self, BalanceKind};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 
-const SAMPLES: u32 = 5;
+/// The spec: Mem A, CPU F, NB 1, PNID -1 and A, 60% load.
+fn spec(samples: u32, counts: u32) -> String {
+    format!(
+        "samples = {samples}\nload = 60\nmem = [\"A\"]\ncpu = [\"F\"]\n[probe]\nsize = \"16M\"\n\
+         counts = {counts}\n[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = \"A\"\nnb = 1\n"
+    )
+}
 
-fn script() -> String {
+fn script(samples: u32, counts: u32) -> String {
     format!(
         r#"
-printf 'samples = {SAMPLES}\nload = 60\nmem = ["A"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = 8\n[[blocks]]\npnid = -1\nnb = 1\n[[blocks]]\npnid = "A"\nnb = 1\n' > /tmp/s.toml
-# The load balancer's own counters around each run (lab kernel:
-# CONFIG_SCHEDSTATS), to say how the probe left its forced node.
-echo 1 > /proc/sys/kernel/sched_schedstats
+cat > /tmp/s.toml <<'EOF'
+{}EOF
+echo @@features; cat /sys/kernel/debug/sched/features
+# `run --trace` turns sched_schedstats on for the run (the lab kernel has
+# CONFIG_SCHEDSTATS) and records the load balancer's counters per sample;
+# the sysctl must be back as it was after each run.
+echo @@schedstats0; cat /proc/sys/kernel/sched_schedstats
 for pol in default local; do
-    cat /proc/schedstat > /tmp/$pol.ss0
     numalab run --spec /tmp/s.toml --trace --load-policy $pol --out /tmp/$pol >/tmp/$pol.txt 2>&1
     echo "$pol rc=$?"
-    cat /proc/schedstat > /tmp/$pol.ss1
-done
-for pol in default local; do
-    echo @@${{pol}}ss0; cat /tmp/$pol.ss0
-    echo @@${{pol}}ss1; cat /tmp/$pol.ss1
+    echo @@${{pol}}schedstats; cat /proc/sys/kernel/sched_schedstats
 done
 echo @@default; cat /tmp/default/samples.jsonl
 echo @@local; cat /tmp/local/samples.jsonl
 echo @@defaultmeta; cat /tmp/default/run.json
 echo @@localmeta; cat /tmp/local/run.json
 echo @@end
-"#
+"#,
+        spec(samples, counts)
     )
 }
 
@@ -84,7 +92,10 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
     let Some(kernel) = lab::pnid_kernel() else {
         return;
     };
-    let Some(run) = lab::run_on(Some(&kernel), "2node", &script(), 900) else {
+    // CI checks with short cells; the figures in docs/preferred-node.md
+    // are from NUMALAB_LAB_MEASURE=1 runs.
+    let (samples, counts) = lab::sized((3, 4), (5, 8));
+    let Some(run) = lab::run_on(Some(&kernel), "2node", &script(samples, counts), 900) else {
         return;
     };
     let s = run.finished();
@@ -120,7 +131,7 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
     let l = cells(&jsonl(&s["local"]));
     for (name, c) in [("default load", &d), ("MPOL_LOCAL load", &l)] {
         for (row, label) in [(0, "PNID -1"), (1, "PNID A")] {
-            assert_eq!(c[row].0.len(), SAMPLES as usize, "{name} {label}");
+            assert_eq!(c[row].0.len(), samples as usize, "{name} {label}");
             eprintln!(
                 "{name:16} {label:8} cross-node moves {:6.1} per sample ({:?}), {:5.1}% off A ({:?})",
                 mean(&c[row].0),
@@ -144,8 +155,17 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
             );
         }
     }
+    // The run put kernel.sched_schedstats back each time.
     for pol in ["default", "local"] {
-        balancing_at_the_numa_domain(pol, &s, &jsonl(&s[pol]));
+        assert_eq!(
+            s[&format!("{pol}schedstats")].trim(),
+            s["schedstats0"].trim(),
+            "{pol}: sched_schedstats not restored"
+        );
+    }
+    let ni_random = s["features"].split_whitespace().any(|f| f == "NI_RANDOM");
+    for pol in ["default", "local"] {
+        balancing_at_the_numa_domain(pol, &jsonl(&s[pol]), &spec(16, counts), ni_random);
     }
     let off = |c: &[(Vec<f64>, Vec<f64>); 2], row: usize| mean(&c[row].1);
     eprintln!(
@@ -158,56 +178,86 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
     );
 }
 
-/// Prints the load balancer's counters per domain level over `pol`'s run
-/// (/proc/schedstat before and after) and checks them against the trace:
-/// every cross-node move the trace puts down to load balancing is a task
-/// pulled or pushed at the NUMA domain, which also counts every other
-/// task's and the time outside the probe's timed loops, so it can only
-/// hold more.
-fn balancing_at_the_numa_domain(
-    pol: &str,
-    s: &std::collections::BTreeMap<String, String>,
-    samples: &[Value],
-) {
-    let read = |k: &str| schedstat::parse(&s[&format!("{pol}{k}")]).unwrap();
-    let d = schedstat::delta(&read("ss0"), &read("ss1")).unwrap();
-    let levels = schedstat::by_level(&d);
-    for l in &levels {
-        let c = &l.counters;
-        let kinds: Vec<String> = BalanceKind::ALL
-            .iter()
-            .map(|&k| {
-                let x = c.lb(k);
-                format!(
-                    "{} {}/{}/{}/{}",
-                    k.name(),
-                    x.count,
-                    x.failed,
-                    x.gained,
-                    x.hot_gained
-                )
-            })
-            .collect();
-        eprintln!(
-            "{pol:8} domain{} ({:?} CPUs): attempts/failed/gained/hot {}; active pushed {}",
-            l.level,
-            l.span_sizes,
-            kinds.join(", "),
-            c.alb_pushed
-        );
+/// A row's load-balancing counters at the NUMA domain (the last level),
+/// summed over its samples: tasks gained by kind, gained although hot,
+/// pushed, and the samples' traced cross-node moves by load balancing.
+#[derive(Default)]
+struct NumaBalance {
+    gained: [f64; 3],
+    hot: f64,
+    pushed: f64,
+    traced: f64,
+    n: usize,
+}
+
+const KINDS: [&str; 3] = ["busy", "idle", "newly_idle"];
+
+impl NumaBalance {
+    fn of(samples: &[Value], row: u64, source: &str) -> NumaBalance {
+        let mut b = NumaBalance::default();
+        for x in samples.iter().filter(|x| x["row"] == row) {
+            let bal = &x["balance"];
+            assert_eq!(bal["source"], source, "row {row}: {bal}");
+            let numa = bal["levels"].as_array().unwrap().last().unwrap();
+            let f = |v: &Value| v.as_f64().unwrap();
+            let mut moved = f(&numa["active_pushed"]);
+            for (k, name) in KINDS.iter().enumerate() {
+                b.gained[k] += f(&numa["gained"][name]);
+                b.hot += f(&numa["hot_gained"][name]);
+                moved += f(&numa["gained"][name]);
+            }
+            b.pushed += f(&numa["active_pushed"]);
+            let traced = f(&x["trace"]["task"]["cross_node_causes"]["load_balance"]);
+            b.traced += traced;
+            b.n += 1;
+            // Every cross-node move the trace puts down to load balancing
+            // is a task pulled or pushed at the NUMA domain, which also
+            // counts every other task's and the time around the probe's
+            // run, so it can only hold more.
+            assert!(
+                moved >= traced,
+                "row {row} sample {}: the NUMA domain moved {moved} tasks, the trace saw \
+                 the probe cross {traced} times by load balancing: {numa}",
+                x["sample"]
+            );
+        }
+        b
     }
-    let numa = &levels.last().expect("no sched domain").counters;
-    let traced: f64 = samples
-        .iter()
-        .map(|x| {
-            x["trace"]["task"]["cross_node_causes"]["load_balance"]
-                .as_f64()
-                .unwrap()
-        })
-        .sum();
-    assert!(
-        numa.moved() as f64 >= traced,
-        "{pol}: the NUMA domain moved {} tasks, the trace saw the probe cross {traced} times by load balancing",
-        numa.moved()
-    );
+
+    fn line(&self) -> String {
+        let moved = self.gained.iter().sum::<f64>() + self.pushed;
+        let n = self.n.max(1) as f64;
+        let share = |v: f64| v / moved.max(1.0);
+        format!(
+            "{:6.1} moved per sample: busy {:.2}, idle {:.2}, newly idle {:.2}, pushed {:.2}; \
+             hot {:.2} (shares of moved); traced cross-node by balancing {:.1} per sample",
+            moved / n,
+            share(self.gained[0]),
+            share(self.gained[1]),
+            share(self.gained[2]),
+            share(self.pushed),
+            share(self.hot),
+            self.traced / n
+        )
+    }
+}
+
+/// The guest's counters at the NUMA domain per row, checked against its
+/// trace, beside the simulator's account of the same spec on the same
+/// topology (lab-tcg profile, the same load policy): how each moved the
+/// probe. Printed, not asserted: TCG runs the guest's CPUs one at a time
+/// and the sim's rates differ 5-7x (tests/lab_sim.rs), so only where the
+/// moves come from is compared (docs/sim.md).
+fn balancing_at_the_numa_domain(pol: &str, samples: &[Value], spec: &str, ni_random: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    // The lab kernel is 6.12: group_smt_balance.
+    let profile = lab::lab_tcg_profile(tmp.path(), ni_random, true);
+    let policy = format!("--load-policy={pol}");
+    let (_, sim) = lab::sim_run("2node", spec, &profile, &[&policy], &tmp.path().join("sim"));
+    for (row, label) in [(0, "PNID -1"), (1, "PNID A")] {
+        let lab = NumaBalance::of(samples, row, "schedstat");
+        let sim = NumaBalance::of(&sim, row, "sim");
+        eprintln!("{pol:8} {label:8} NUMA domain, lab: {}", lab.line());
+        eprintln!("{pol:8} {label:8} NUMA domain, sim: {}", sim.line());
+    }
 }

@@ -99,6 +99,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
                 probe: p,
                 trace,
                 stop: None,
+                balance: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;

@@ -84,6 +84,7 @@ fn sample(seq: u64) -> SampleRecord {
         probe: serde_json::from_str(PROBE).unwrap(),
         trace: None,
         stop: None,
+        balance: None,
     }
 }
 

@@ -75,6 +75,29 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
             .sum();
         assert_eq!(total, by_cause, "every move has a cause");
         assert!(rec["probe"]["timing"]["total_ns"].as_u64().unwrap() > 0);
+        // The load balancer's counters account for its moves: each pull
+        // or push once, at the level whose domain spans both CPUs, so the
+        // NUMA level (the last) has every cross-node one. A pinned row's
+        // probe may make one move that is no balancing: onto its node at
+        // exec (its affinity).
+        let b = &rec["balance"];
+        assert_eq!(b["source"], "sim", "{b}");
+        let levels = b["levels"].as_array().unwrap();
+        assert_eq!(levels.len(), 3, "SMT, MC, NUMA: {b}");
+        let moved = |l: &serde_json::Value| {
+            assert!(l["attempts"].is_null(), "the sim counts no attempts: {l}");
+            ["busy", "idle", "newly_idle"]
+                .iter()
+                .map(|k| l["gained"][k].as_u64().unwrap())
+                .sum::<u64>()
+                + l["active_pushed"].as_u64().unwrap()
+        };
+        let all: u64 = levels.iter().map(moved).sum();
+        let lb = causes["load_balance"].as_u64().unwrap();
+        let cross_lb = t["cross_node_causes"]["load_balance"].as_u64().unwrap();
+        let affinity = lb - all;
+        assert!(affinity <= 1, "{lb} balancing moves, {all} counted: {b}");
+        assert_eq!(moved(&levels[2]) + affinity.min(cross_lb), cross_lb, "{b}");
     }
     // Pinned rows never leave their node; floating ones do under load.
     let xnode = |row: u64| -> u64 {

@@ -95,6 +95,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
             probe: p,
             trace: None,
             stop: None,
+            balance: None,
         };
         f(&mut rec);
         samples.push(rec);

@@ -3,9 +3,11 @@
 //! Pure functions over plain inputs, shared by the probe's self-observation
 //! and the kernel tracer, so both count the same way. Also the kernel's own
 //! NUMA-balancing statistics ([`numastat`]), the load balancer's counters
-//! per sched domain ([`schedstat`]) and where a process's pages are
-//! ([`pages`]), parsed from procfs text.
+//! per sched domain ([`schedstat`], and per level as samples record them,
+//! [`balance`]) and where a process's pages are ([`pages`]), parsed from
+//! procfs text.
 
+pub mod balance;
 pub mod migrations;
 pub mod numastat;
 pub mod pages;

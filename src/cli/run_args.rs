@@ -154,7 +154,10 @@ pub struct RunArgs {
     /// Trace every sample with the kernel's scheduler events (as `numalab
     /// trace` does): records carry each sample's migrations by level and
     /// cause and its time per node; the report adds the per-row breakdown
-    /// and how migrations correlate with time.
+    /// and how migrations correlate with time. Where the kernel has
+    /// schedstats, kernel.sched_schedstats is turned on for the run
+    /// (restored after) and records carry the load balancer's counters per
+    /// domain level too (`balance`: pulls by kind, hot pulls, pushes).
     #[arg(long)]
     pub trace: bool,
 

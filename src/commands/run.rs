@@ -185,6 +185,13 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let mut guard = Guard::new(lock, &dir);
     if spec.trace {
         backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);
+        // The load balancer's counters explain the trace's moves (how:
+        // which kind of balancing, pulled although hot, pushed); a kernel
+        // without them still traces.
+        let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+        if let Err(why) = backend.enable_schedstat(&mut guard, sys) {
+            eprintln!("run: {why}; samples carry no `balance`");
+        }
     }
     let debugfs_mounted =
         Path::new(state::MIGRATION_COST).exists() || Path::new(state::DEBUGFS_SCHED).exists();

@@ -5,17 +5,21 @@
 //! anywhere.
 
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
+use crate::analysis::balance::SampleBalance;
+use crate::analysis::schedstat;
 use crate::load::{Load, LoadSpec};
 use crate::probe::record::ProbeRecord;
 use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard};
+use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use crate::trace::live::{LiveSpec, DEFAULT_BUFFER_KB};
 use crate::trace::record::SampleTrace;
 use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 /// What a backend can change, deciding which rows are skipped and why.
@@ -82,6 +86,8 @@ pub struct Sampled {
     /// Knobs whose value at the sample's end differed from its start:
     /// something outside numalab changed them under the sample.
     pub knobs_changed: Vec<String>,
+    /// Load-balancing counters over the sample, when traced.
+    pub balance: Option<crate::analysis::balance::SampleBalance>,
 }
 
 /// Every knob `row` runs under, by system path: NB, migration_cost_ns when
@@ -194,7 +200,14 @@ pub struct Host {
     /// `--pnid-via agent`: each PNID row's probe runs under a homenode
     /// agent on the row's PNID node (these CPUs).
     pnid_agent: Option<BTreeMap<u32, crate::idset::IdSet>>,
+    /// Traced runs: /proc/schedstat is read around each sample, with
+    /// kernel.sched_schedstats on ([`Host::enable_schedstat`]).
+    schedstat: Option<SysRoot>,
 }
+
+/// The sysctl that turns the load balancer's counters on (they stay at 0
+/// while it is off).
+pub const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
 
 impl Host {
     pub fn new(
@@ -208,7 +221,36 @@ impl Host {
             pnid_prctl,
             trace: None,
             pnid_agent: None,
+            schedstat: None,
         })
+    }
+
+    /// Reads the load balancer's counters around each sample: turns
+    /// kernel.sched_schedstats on (journaled in `guard`, so restored) and
+    /// checks that `sys`'s /proc/schedstat is one numalab reads. Err says
+    /// why there will be none (a kernel without CONFIG_SCHEDSTATS, an
+    /// unknown schedstat version); the run goes on without them.
+    pub fn enable_schedstat(&mut self, guard: &mut Guard, sys: SysRoot) -> Result<(), String> {
+        let text = sys
+            .read("proc/schedstat")
+            .map_err(|e| format!("no load-balancing counters: {e}"))?;
+        schedstat::parse(&text).map_err(|e| format!("no load-balancing counters: {e}"))?;
+        if !Path::new(SCHEDSTATS).exists() {
+            return Err(format!(
+                "no load-balancing counters: {SCHEDSTATS} is missing (a kernel without CONFIG_SCHEDSTATS)"
+            ));
+        }
+        guard
+            .set(SCHEDSTATS, "1")
+            .map_err(|e| format!("no load-balancing counters: {e:#}"))?;
+        self.schedstat = Some(sys);
+        Ok(())
+    }
+
+    /// /proc/schedstat now, if this run reads it.
+    fn schedstat_now(&self) -> Option<schedstat::Schedstat> {
+        let sys = self.schedstat.as_ref()?;
+        schedstat::parse(&sys.read("proc/schedstat").ok()?).ok()
     }
 
     /// Traces every sample through `tfs` (`run --trace`).
@@ -338,7 +380,11 @@ impl Backend for Host {
 
     fn prepare(&mut self, row: &Row, guard: &mut Guard) -> anyhow::Result<()> {
         let knobs = row_knobs(row)?;
-        guard.reset_except(&knobs.keys().cloned().collect())?;
+        let mut keep: std::collections::BTreeSet<String> = knobs.keys().cloned().collect();
+        if self.schedstat.is_some() {
+            keep.insert(SCHEDSTATS.into());
+        }
+        guard.reset_except(&keep)?;
         for (path, value) in &knobs {
             guard.set(path, value)?;
         }
@@ -383,8 +429,18 @@ impl Backend for Host {
             agents: agent.iter_mut().map(|a| (a, vec![0])).collect(),
             ..Default::default()
         };
+        let before = self.schedstat_now();
         let batch = crate::exec::run(&self.exe, &[argv], opts, guard, stop, |_, _, _| {})
             .context("running the probe")?;
+        // Read at once: the probe has exited, the load still runs (its
+        // workers are pinned, so what moved since `before` is the probe,
+        // and the odd kernel thread).
+        let balance = match (before, self.schedstat_now()) {
+            (Some(b), Some(a)) => schedstat::delta(&b, &a)
+                .ok()
+                .map(|d| SampleBalance::from_schedstat(&schedstat::by_level(&d))),
+            _ => None,
+        };
         drop(load);
         let knobs_changed = changed_knobs(&knobs, &read_knobs(&knob_paths, read));
         if batch.ended != crate::exec::Ended::Exited {
@@ -418,6 +474,7 @@ impl Backend for Host {
                 .and_then(|v| v.parse().ok()),
             knobs,
             knobs_changed,
+            balance,
         })
     }
 }

@@ -93,6 +93,11 @@ pub struct SampleRecord {
     /// why it stopped ([`super::adaptive::RowStop`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<super::adaptive::RowStop>,
+    /// Load-balancing counters per domain level over the sample (`run
+    /// --trace`): the kernel's /proc/schedstat, or the simulated probe's
+    /// moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<crate::analysis::balance::SampleBalance>,
 }
 
 pub fn meta_path(dir: &Path) -> PathBuf {
@@ -448,6 +453,7 @@ mod tests {
             probe,
             trace: None,
             stop: None,
+            balance: None,
         })
         .unwrap();
         let e = append_sample(&dir, &rec, true).unwrap_err();

@@ -173,6 +173,7 @@ pub fn execute(
             numa_balancing,
             knobs,
             knobs_changed,
+            balance,
         } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
@@ -195,6 +196,7 @@ pub fn execute(
             probe,
             trace,
             stop: row_stop,
+            balance,
         };
         // Each sample reaches the disk before the next starts, unless
         // samples come faster than every SYNC_EVERY (the simulator): then

@@ -12,6 +12,7 @@
 
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
+use crate::analysis::balance::SampleBalance;
 use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
     Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
@@ -384,6 +385,9 @@ impl Sim {
         for (k, v) in row_knobs(row)? {
             knobs.insert(k, v);
         }
+        let balance = spec
+            .trace
+            .then(|| SampleBalance::from_sim(&res.balance, &m.level_span_sizes()));
         Ok(Sampled {
             probe,
             wall_ns: res.wall_ns,
@@ -391,6 +395,7 @@ impl Sim {
             numa_balancing: Some(row.nb),
             knobs,
             knobs_changed: Vec::new(),
+            balance,
         })
     }
 }

@@ -22,6 +22,7 @@ use super::groups::GroupStats;
 use super::groups::{busier, pelt_sums, Candidate};
 use super::machine::LevelKind;
 use super::numa_move::adjust_numa_imbalance;
+use crate::analysis::schedstat::BalanceKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -31,6 +32,44 @@ pub enum Kind {
     Idle,
     /// Periodic balance of a busy CPU (at busy_factor times the interval).
     Busy,
+}
+
+impl From<Kind> for BalanceKind {
+    fn from(k: Kind) -> BalanceKind {
+        match k {
+            Kind::NewlyIdle => BalanceKind::NewlyIdle,
+            Kind::Idle => BalanceKind::Idle,
+            Kind::Busy => BalanceKind::Busy,
+        }
+    }
+}
+
+/// How a balance attempt moved the probe, for the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// detach_tasks() pulled it (lb_gained).
+    Pulled,
+    /// Pulled although cache hot or leaving its preferred node, because
+    /// the domain's failures passed cache_nice_tries (lb_hot_gained too).
+    PulledHot,
+    /// The active balancer pushed it while it ran (alb_pushed).
+    Pushed,
+}
+
+/// Moves the probe to `x` for a balance attempt of `kind` at `level` of
+/// `x`'s domains, counting it where sched_balance_rq() and
+/// active_load_balance_cpu_stop() count it in /proc/schedstat.
+pub fn count_move(e: &mut Engine, x: usize, level: usize, kind: Kind, how: Moved) {
+    e.move_to(x, Cause::LoadBalance);
+    let c = &mut e.res.balance[level];
+    match how {
+        Moved::Pushed => c.alb_pushed += 1,
+        Moved::Pulled | Moved::PulledHot => {
+            let k = BalanceKind::from(kind) as usize;
+            c.lb[k].gained += 1;
+            c.lb[k].hot_gained += (how == Moved::PulledHot) as u64;
+        }
+    }
 }
 
 /// sibling_imbalance(): tasks to move so nr_running per core evens out;
@@ -326,7 +365,7 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
         }
         if e.failed[x][level] > nice + 2 {
             e.failed[x][level] = 0;
-            e.move_to(x, Cause::LoadBalance);
+            count_move(e, x, level, kind, Moved::Pushed);
             return true;
         }
         return false;
@@ -340,7 +379,8 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     // balancing, read by newly-idle balancing too) pass cache_nice_tries.
     if !hot || failed > nice {
         e.failed[x][level] = 0;
-        e.move_to(x, Cause::LoadBalance);
+        let how = if hot { Moved::PulledHot } else { Moved::Pulled };
+        count_move(e, x, level, kind, how);
         return true;
     }
     left_behind(e);

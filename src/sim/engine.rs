@@ -107,6 +107,11 @@ pub struct SampleResult {
     pub move_numa: u64,
     pub stick_numa: u64,
     pub events: u64,
+    /// The probe's load-balancing moves per domain level of the CPU that
+    /// took it, as /proc/schedstat counts them ([`balance::count_move`]):
+    /// only `gained`, `hot_gained` and `alb_pushed` are filled, since the
+    /// engine makes only the attempts that can move the probe.
+    pub balance: Vec<crate::analysis::schedstat::Counters>,
 }
 
 /// Event kinds, in tie-break order.
@@ -248,6 +253,7 @@ impl<'a> Engine<'a> {
             res: SampleResult {
                 run_ns: vec![0; m.len()],
                 run_ns_loop: vec![0; m.len()],
+                balance: vec![Default::default(); levels],
                 ..Default::default()
             },
             phase: Phase::WarmUp,

@@ -177,6 +177,25 @@ impl Machine {
         &self.spans[id]
     }
 
+    /// The CPU counts of each domain level's spans, ascending, lowest level
+    /// first (as /proc/schedstat's levels: a CPU's Nth domain is level N).
+    pub fn level_span_sizes(&self) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        for doms in &self.cpu_domains {
+            for (level, &d) in doms.iter().enumerate() {
+                if out.len() <= level {
+                    out.resize(level + 1, Vec::new());
+                }
+                let n = self.span(self.domains[d].span).len();
+                if !out[level].contains(&n) {
+                    out[level].push(n);
+                }
+            }
+        }
+        out.iter_mut().for_each(|v| v.sort_unstable());
+        out
+    }
+
     /// How many distinct spans (domains and groups) there are.
     pub fn span_count(&self) -> usize {
         self.spans.len()

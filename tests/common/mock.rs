@@ -83,6 +83,7 @@ impl Backend for Mock {
             } else {
                 Vec::new()
             },
+            balance: None,
         })
     }
 }

@@ -1,0 +1,189 @@
+//! A sample's load-balancing counters per sched-domain level, as records
+//! carry them (the `balance` field of `numalab.sample/1`, docs/run-schema.md):
+//! tasks pulled by each kind of balancing, pulled although cache hot, and
+//! pushed by the active balancer. A real run reads them from
+//! /proc/schedstat around the sample ([`super::schedstat`]), for every task
+//! of the machine; a simulated run counts the simulated probe's own moves.
+//! The same fields either way, so one report reads both, and the lab can
+//! hold the simulator's account of *how* the probe moved against the
+//! kernel's (tests/lab_pnid_load.rs).
+
+use super::schedstat::{BalanceKind, Counters, LevelTotals};
+use serde::{Deserialize, Serialize};
+
+/// One number per kind of balancing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByKind {
+    pub busy: u64,
+    pub idle: u64,
+    pub newly_idle: u64,
+}
+
+impl ByKind {
+    fn from_fn(f: impl Fn(BalanceKind) -> u64) -> ByKind {
+        ByKind {
+            busy: f(BalanceKind::Busy),
+            idle: f(BalanceKind::Idle),
+            newly_idle: f(BalanceKind::NewlyIdle),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.busy + self.idle + self.newly_idle
+    }
+}
+
+/// Where the counters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// /proc/schedstat's growth over the sample: every task's moves.
+    Schedstat,
+    /// The simulator: the probe's moves only.
+    Sim,
+}
+
+/// One domain level's counters, summed over the CPUs that have it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelBalance {
+    /// 0 for each CPU's lowest domain.
+    pub level: usize,
+    /// The CPU counts of the level's domain spans, ascending.
+    pub span_cpus: Vec<usize>,
+    /// Balance attempts; `None` from the simulator, which makes only the
+    /// attempts that can move the probe.
+    pub attempts: Option<ByKind>,
+    /// Attempts that wanted to move a task and moved none; `None` as above.
+    pub failed: Option<ByKind>,
+    /// Tasks pulled.
+    pub gained: ByKind,
+    /// Of those, pulled although cache hot or leaving their preferred node
+    /// (the domain's failures had passed cache_nice_tries).
+    pub hot_gained: ByKind,
+    /// Tasks pushed by the active balancer.
+    pub active_pushed: u64,
+}
+
+impl LevelBalance {
+    fn new(level: usize, span_cpus: Vec<usize>, c: &Counters, attempts: bool) -> LevelBalance {
+        let by = |f: fn(&super::schedstat::LbCounters) -> u64| ByKind::from_fn(|k| f(c.lb(k)));
+        LevelBalance {
+            level,
+            span_cpus,
+            attempts: attempts.then(|| by(|l| l.count)),
+            failed: attempts.then(|| by(|l| l.failed)),
+            gained: by(|l| l.gained),
+            hot_gained: by(|l| l.hot_gained),
+            active_pushed: c.alb_pushed,
+        }
+    }
+
+    /// Tasks moved at this level: pulled or pushed.
+    pub fn moved(&self) -> u64 {
+        self.gained.total() + self.active_pushed
+    }
+}
+
+/// A sample's counters, every level.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleBalance {
+    pub source: Source,
+    pub levels: Vec<LevelBalance>,
+}
+
+impl SampleBalance {
+    /// From /proc/schedstat's growth over a sample, summed per level.
+    pub fn from_schedstat(levels: &[LevelTotals]) -> SampleBalance {
+        SampleBalance {
+            source: Source::Schedstat,
+            levels: levels
+                .iter()
+                .map(|l| LevelBalance::new(l.level, l.span_sizes.clone(), &l.counters, true))
+                .collect(),
+        }
+    }
+
+    /// From the simulator's counts per level (`counters[level]`), with the
+    /// span sizes of each level's domains.
+    pub fn from_sim(counters: &[Counters], span_cpus: &[Vec<usize>]) -> SampleBalance {
+        SampleBalance {
+            source: Source::Sim,
+            levels: counters
+                .iter()
+                .zip(span_cpus)
+                .enumerate()
+                .map(|(level, (c, spans))| LevelBalance::new(level, spans.clone(), c, false))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::schedstat::{by_level, delta, parse};
+
+    const V16: &str = include_str!("../../tests/fixtures/proc/schedstat-v16-6.12-2node.txt");
+
+    #[test]
+    fn schedstat_growth_becomes_per_level_counts_by_kind() {
+        let before = parse(V16).unwrap();
+        let mut after = before.clone();
+        // CPU 0's NUMA domain (level 1): two idle pulls, one of them hot,
+        // and an active push; its MC domain: a newly-idle pull.
+        let numa = after
+            .domains
+            .iter_mut()
+            .find(|d| d.cpu == 0 && d.level == 1)
+            .unwrap();
+        numa.counters.lb[BalanceKind::Idle as usize].count += 5;
+        numa.counters.lb[BalanceKind::Idle as usize].failed += 3;
+        numa.counters.lb[BalanceKind::Idle as usize].gained += 2;
+        numa.counters.lb[BalanceKind::Idle as usize].hot_gained += 1;
+        numa.counters.alb_pushed += 1;
+        let mc = after
+            .domains
+            .iter_mut()
+            .find(|d| d.cpu == 0 && d.level == 0)
+            .unwrap();
+        mc.counters.lb[BalanceKind::NewlyIdle as usize].gained += 1;
+        let b = SampleBalance::from_schedstat(&by_level(&delta(&before, &after).unwrap()));
+        assert_eq!(b.source, Source::Schedstat);
+        let [l0, l1] = &b.levels[..] else {
+            panic!("two levels: {b:?}")
+        };
+        assert_eq!(
+            (l0.span_cpus.clone(), l1.span_cpus.clone()),
+            (vec![2], vec![4])
+        );
+        assert_eq!(l0.gained.newly_idle, 1);
+        assert_eq!(l0.moved(), 1);
+        assert_eq!(l1.attempts.unwrap().idle, 5);
+        assert_eq!(l1.failed.unwrap().idle, 3);
+        assert_eq!(
+            l1.gained,
+            ByKind {
+                busy: 0,
+                idle: 2,
+                newly_idle: 0
+            }
+        );
+        assert_eq!(l1.hot_gained.idle, 1);
+        assert_eq!(l1.moved(), 3);
+        let json = serde_json::to_value(&b).unwrap();
+        assert_eq!(json["source"], "schedstat");
+        assert_eq!(json["levels"][1]["gained"]["idle"], 2);
+    }
+
+    #[test]
+    fn the_simulator_has_no_attempt_counts() {
+        let mut c = Counters::default();
+        c.lb[BalanceKind::Busy as usize].gained = 4;
+        let b = SampleBalance::from_sim(&[Counters::default(), c], &[vec![2], vec![4]]);
+        assert_eq!(b.levels[1].gained.busy, 4);
+        assert!(b.levels[1].attempts.is_none());
+        let json = serde_json::to_value(&b).unwrap();
+        assert_eq!(json["source"], "sim");
+        assert!(json["levels"][0]["attempts"].is_null());
+    }
+}
