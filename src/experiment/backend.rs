@@ -19,7 +19,6 @@ use crate::trace::record::SampleTrace;
 use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 /// What a backend can change, deciding which rows are skipped and why.
@@ -209,6 +208,24 @@ pub struct Host {
 /// while it is off).
 pub const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
 
+/// Makes `sys`'s /proc/schedstat count: checks it is a version numalab
+/// reads and turns kernel.sched_schedstats on, journaled in `guard` (so
+/// restored). Err says why not (a kernel without CONFIG_SCHEDSTATS, an
+/// unknown schedstat version, a refused write), changing nothing.
+pub fn enable_schedstat(guard: &mut Guard, sys: &SysRoot) -> Result<(), String> {
+    let why = |e: &dyn std::fmt::Display| format!("no load-balancing counters: {e}");
+    let text = sys.read("proc/schedstat").map_err(|e| why(&e))?;
+    schedstat::parse(&text).map_err(|e| why(&e))?;
+    if !sys.exists(&SCHEDSTATS[1..]) {
+        return Err(why(&format!(
+            "{SCHEDSTATS} is missing (a kernel without CONFIG_SCHEDSTATS)"
+        )));
+    }
+    guard
+        .set(SCHEDSTATS, "1")
+        .map_err(|e| why(&format!("{e:#}")))
+}
+
 impl Host {
     pub fn new(
         topo: &Topology,
@@ -225,24 +242,11 @@ impl Host {
         })
     }
 
-    /// Reads the load balancer's counters around each sample: turns
-    /// kernel.sched_schedstats on (journaled in `guard`, so restored) and
-    /// checks that `sys`'s /proc/schedstat is one numalab reads. Err says
-    /// why there will be none (a kernel without CONFIG_SCHEDSTATS, an
-    /// unknown schedstat version); the run goes on without them.
+    /// Reads the load balancer's counters around each sample
+    /// ([`enable_schedstat`]); Err says why there will be none, and the
+    /// run goes on without them.
     pub fn enable_schedstat(&mut self, guard: &mut Guard, sys: SysRoot) -> Result<(), String> {
-        let text = sys
-            .read("proc/schedstat")
-            .map_err(|e| format!("no load-balancing counters: {e}"))?;
-        schedstat::parse(&text).map_err(|e| format!("no load-balancing counters: {e}"))?;
-        if !Path::new(SCHEDSTATS).exists() {
-            return Err(format!(
-                "no load-balancing counters: {SCHEDSTATS} is missing (a kernel without CONFIG_SCHEDSTATS)"
-            ));
-        }
-        guard
-            .set(SCHEDSTATS, "1")
-            .map_err(|e| format!("no load-balancing counters: {e:#}"))?;
+        enable_schedstat(guard, &sys)?;
         self.schedstat = Some(sys);
         Ok(())
     }
@@ -476,5 +480,51 @@ impl Backend for Host {
             knobs_changed,
             balance,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::state::StateLock;
+    use std::path::Path;
+
+    #[test]
+    fn schedstats_are_turned_on_journaled_and_restored_or_refused_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let knob = root.join("proc/sys/kernel/sched_schedstats");
+        std::fs::create_dir_all(knob.parent().unwrap()).unwrap();
+        let lock = || StateLock::acquire(&tmp.path().join("state"), "test").unwrap();
+        let sys = SysRoot::new(&root);
+        // No /proc/schedstat (a kernel without CONFIG_SCHEDSTATS).
+        let mut g = Guard::with_root(lock(), Path::new("runs/x"), &root);
+        let e = enable_schedstat(&mut g, &sys).unwrap_err();
+        assert!(e.contains("schedstat"), "{e}");
+        drop(g);
+        let stat = root.join("proc/schedstat");
+        std::fs::write(
+            &stat,
+            include_str!("../../tests/fixtures/proc/schedstat-v16-6.12-2node.txt"),
+        )
+        .unwrap();
+        // The counters, but no sysctl to turn them on.
+        let mut g = Guard::with_root(lock(), Path::new("runs/x"), &root);
+        let e = enable_schedstat(&mut g, &sys).unwrap_err();
+        assert!(e.contains("sched_schedstats is missing"), "{e}");
+        drop(g);
+        // Both: on for the run, back off when the guard restores.
+        std::fs::write(&knob, "0\n").unwrap();
+        let mut g = Guard::with_root(lock(), Path::new("runs/x"), &root);
+        enable_schedstat(&mut g, &sys).unwrap();
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "1");
+        drop(g);
+        assert_eq!(std::fs::read_to_string(&knob).unwrap().trim(), "0");
+        // A version numalab does not read is refused, nothing changed.
+        std::fs::write(&stat, "version 17\ntimestamp 1\n").unwrap();
+        let mut g = Guard::with_root(lock(), Path::new("runs/x"), &root);
+        let e = enable_schedstat(&mut g, &sys).unwrap_err();
+        assert!(e.contains("version 17"), "{e}");
+        assert_eq!(std::fs::read_to_string(&knob).unwrap().trim(), "0");
     }
 }
