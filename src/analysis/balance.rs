@@ -121,7 +121,15 @@ impl SampleBalance {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::schedstat::{by_level, delta, parse};
+    use crate::analysis::schedstat::{by_level, delta, parse, Schedstat};
+
+    fn cpu0(s: &mut Schedstat, level: usize) -> &mut Counters {
+        let d = s
+            .domains
+            .iter_mut()
+            .find(|d| d.cpu == 0 && d.level == level);
+        &mut d.unwrap().counters
+    }
 
     const V16: &str = include_str!("../../tests/fixtures/proc/schedstat-v16-6.12-2node.txt");
 
@@ -131,22 +139,12 @@ mod tests {
         let mut after = before.clone();
         // CPU 0's NUMA domain (level 1): two idle pulls, one of them hot,
         // and an active push; its MC domain: a newly-idle pull.
-        let numa = after
-            .domains
-            .iter_mut()
-            .find(|d| d.cpu == 0 && d.level == 1)
-            .unwrap();
-        numa.counters.lb[BalanceKind::Idle as usize].count += 5;
-        numa.counters.lb[BalanceKind::Idle as usize].failed += 3;
-        numa.counters.lb[BalanceKind::Idle as usize].gained += 2;
-        numa.counters.lb[BalanceKind::Idle as usize].hot_gained += 1;
-        numa.counters.alb_pushed += 1;
-        let mc = after
-            .domains
-            .iter_mut()
-            .find(|d| d.cpu == 0 && d.level == 0)
-            .unwrap();
-        mc.counters.lb[BalanceKind::NewlyIdle as usize].gained += 1;
+        let numa = cpu0(&mut after, 1);
+        let idle = &mut numa.lb[BalanceKind::Idle as usize];
+        (idle.count, idle.failed) = (idle.count + 5, idle.failed + 3);
+        (idle.gained, idle.hot_gained) = (idle.gained + 2, idle.hot_gained + 1);
+        numa.alb_pushed += 1;
+        cpu0(&mut after, 0).lb[BalanceKind::NewlyIdle as usize].gained += 1;
         let b = SampleBalance::from_schedstat(&by_level(&delta(&before, &after).unwrap()));
         assert_eq!(b.source, Source::Schedstat);
         let [l0, l1] = &b.levels[..] else {
