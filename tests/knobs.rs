@@ -53,6 +53,10 @@ fn unknown_knobs_and_bad_values_are_spec_errors_naming_them() {
         ),
         (r#""sched/migration_cost_ns" = "1""#, "migration_cost_ns"),
         (
+            r#""kernel.sched_schedstats" = "0""#,
+            "`run --trace` turns it on",
+        ),
+        (
             r#""sched/../tracing/tracing_on" = "0""#,
             "not a knob numalab changes",
         ),

@@ -155,8 +155,10 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
             );
         }
     }
-    // The run put kernel.sched_schedstats back each time.
+    // The run put kernel.sched_schedstats back each time (the lab kernel
+    // boots with it off, so the check sees a change undone).
     let first = |k: &str| s[k].lines().next().unwrap_or_default().trim().to_string();
+    assert_eq!(first("schedstats0"), "0", "sched_schedstats on at boot");
     for pol in ["default", "local"] {
         assert_eq!(
             first(&format!("{pol}schedstats")),

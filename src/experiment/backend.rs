@@ -204,25 +204,24 @@ pub struct Host {
     schedstat: Option<SysRoot>,
 }
 
-/// The sysctl that turns the load balancer's counters on (they stay at 0
-/// while it is off).
-pub const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
-
 /// Makes `sys`'s /proc/schedstat count: checks it is a version numalab
 /// reads and turns kernel.sched_schedstats on, journaled in `guard` (so
-/// restored). Err says why not (a kernel without CONFIG_SCHEDSTATS, an
-/// unknown schedstat version, a refused write), changing nothing.
+/// restored, after a SIGKILL by `numalab restore`). Err says why not (a
+/// kernel without CONFIG_SCHEDSTATS, an unknown schedstat version, a
+/// refused write); the checks come before any change.
 pub fn enable_schedstat(guard: &mut Guard, sys: &SysRoot) -> Result<(), String> {
     let why = |e: &dyn std::fmt::Display| format!("no load-balancing counters: {e}");
     let text = sys.read("proc/schedstat").map_err(|e| why(&e))?;
     schedstat::parse(&text).map_err(|e| why(&e))?;
-    if !sys.exists(&SCHEDSTATS[1..]) {
+    // Looked for where the guard writes.
+    if guard.read(state::SCHEDSTATS).is_err() {
         return Err(why(&format!(
-            "{SCHEDSTATS} is missing (a kernel without CONFIG_SCHEDSTATS)"
+            "{} is missing (a kernel without CONFIG_SCHEDSTATS)",
+            state::SCHEDSTATS
         )));
     }
     guard
-        .set(SCHEDSTATS, "1")
+        .set(state::SCHEDSTATS, "1")
         .map_err(|e| why(&format!("{e:#}")))
 }
 
@@ -386,7 +385,7 @@ impl Backend for Host {
         let knobs = row_knobs(row)?;
         let mut keep: std::collections::BTreeSet<String> = knobs.keys().cloned().collect();
         if self.schedstat.is_some() {
-            keep.insert(SCHEDSTATS.into());
+            keep.insert(state::SCHEDSTATS.into());
         }
         guard.reset_except(&keep)?;
         for (path, value) in &knobs {
@@ -440,9 +439,16 @@ impl Backend for Host {
         // workers are pinned, so what moved since `before` is the probe,
         // and the odd kernel thread).
         let balance = match (before, self.schedstat_now()) {
-            (Some(b), Some(a)) => schedstat::delta(&b, &a)
-                .ok()
-                .map(|d| SampleBalance::from_schedstat(&schedstat::by_level(&d))),
+            (Some(b), Some(a)) => match schedstat::delta(&b, &a) {
+                Ok(d) => Some(SampleBalance::from_schedstat(&schedstat::by_level(&d))),
+                Err(e) => {
+                    eprintln!(
+                        "run: row [{:02}]: this sample has no `balance`: {e}",
+                        row.id
+                    );
+                    None
+                }
+            },
             _ => None,
         };
         drop(load);

@@ -43,6 +43,12 @@ pub fn path(name: &str) -> Result<String, String> {
             "knob {name:?}: set it with `migration_cost_ns` (each value a block list)"
         ));
     }
+    if p == state::SCHEDSTATS {
+        return Err(format!(
+            "knob {name:?}: `run --trace` turns it on for the whole run to record the load \
+             balancer's counters; a block cannot set it"
+        ));
+    }
     if !state::allowed_knob(&p) {
         return Err(format!("knob {name:?} ({p}) is not a knob numalab changes"));
     }

@@ -32,6 +32,9 @@ pub const NUMA_BALANCING: &str = "/proc/sys/kernel/numa_balancing";
 pub const DEBUGFS: &str = "/sys/kernel/debug";
 pub const DEBUGFS_SCHED: &str = "/sys/kernel/debug/sched";
 pub const MIGRATION_COST: &str = "/sys/kernel/debug/sched/migration_cost_ns";
+/// Turns the load balancer's counters in /proc/schedstat on (they stay at
+/// 0 while it is off); `run --trace` sets it for the whole run.
+pub const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
 /// Where tracefs lives (and where numalab mounts it when it is not mounted).
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// tracefs as seen through debugfs on older setups.
@@ -527,14 +530,26 @@ impl Guard {
         if current.trim() == value {
             return Ok(());
         }
-        if !self.journal.originals.contains_key(path) {
+        let journaled_now = !self.journal.originals.contains_key(path);
+        if journaled_now {
             let (p, c) = (path.to_string(), current);
             self.journal_change(|j| {
                 j.originals.insert(p, c);
             })?;
         }
         let at = self.journal.at(path);
-        std::fs::write(&at, value).with_context(|| format!("writing {value} to {}", at.display()))
+        let written = std::fs::write(&at, value)
+            .with_context(|| format!("writing {value} to {}", at.display()));
+        if written.is_err() && journaled_now {
+            // Nothing changed: a journal naming the knob would have the
+            // restore write it, and a restore that fails the same way keeps
+            // the journal and refuses every later run.
+            let p = path.to_string();
+            self.journal_change(|j| {
+                j.originals.remove(&p);
+            })?;
+        }
+        written
     }
 
     /// Puts every journaled knob not in `keep` back to its original value
