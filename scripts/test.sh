@@ -57,9 +57,10 @@ if ((${#alone[@]})); then
 fi
 
 # Longest first, by their times on CI's 2-core machine (lab_sim about
-# 16 min alone; lab_pnid includes the kernel build and comes early so the
-# other PNID tests find the kernel built); a lab test not listed here runs
-# after these.
+# 14 min, the others together about 13; lab_pnid takes 25 s with the lab
+# kernel cached but builds it when it is not, 10-15 min, so it comes early
+# and the other PNID tests find the kernel built); a lab test not listed
+# here runs after these.
 order=(lab_sim lab_pnid lab_pnid_run lab_pnid_load lab_trace lab_home
     lab_probe lab_run lab_topo lab_load_policy)
 queue=()
