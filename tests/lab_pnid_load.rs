@@ -30,6 +30,7 @@
 mod common;
 
 use common::{jsonl, lab};
+use numalab::analysis::balance::{SampleBalance, Source};
 use numalab::stats::{welch, Sample};
 use serde_json::Value;
 
@@ -193,24 +194,30 @@ struct NumaBalance {
     n: usize,
 }
 
-const KINDS: [&str; 3] = ["busy", "idle", "newly_idle"];
-
 impl NumaBalance {
-    fn of(samples: &[Value], row: u64, source: &str) -> NumaBalance {
+    fn of(samples: &[Value], row: u64, source: Source) -> NumaBalance {
         let mut b = NumaBalance::default();
         for x in samples.iter().filter(|x| x["row"] == row) {
-            let bal = &x["balance"];
-            assert_eq!(bal["source"], source, "row {row}: {bal}");
-            let numa = bal["levels"].as_array().unwrap().last().unwrap();
-            let f = |v: &Value| v.as_f64().unwrap();
-            let mut moved = f(&numa["active_pushed"]);
-            for (k, name) in KINDS.iter().enumerate() {
-                b.gained[k] += f(&numa["gained"][name]);
-                b.hot += f(&numa["hot_gained"][name]);
-                moved += f(&numa["gained"][name]);
+            let bal: SampleBalance = serde_json::from_value(x["balance"].clone()).unwrap();
+            assert_eq!(bal.source, source, "row {row}: {bal:?}");
+            let numa = bal.levels.last().unwrap();
+            let (g, h) = (&numa.gained, &numa.hot_gained);
+            for (k, (g, h)) in [
+                (g.busy, h.busy),
+                (g.idle, h.idle),
+                (g.newly_idle, h.newly_idle),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                b.gained[k] += g as f64;
+                b.hot += h as f64;
             }
-            b.pushed += f(&numa["active_pushed"]);
-            let traced = f(&x["trace"]["task"]["cross_node_causes"]["load_balance"]);
+            b.pushed += numa.active_pushed as f64;
+            let moved = numa.moved() as f64;
+            let traced = x["trace"]["task"]["cross_node_causes"]["load_balance"]
+                .as_f64()
+                .unwrap();
             b.traced += traced;
             b.n += 1;
             // Every cross-node move the trace puts down to load balancing
@@ -220,7 +227,7 @@ impl NumaBalance {
             assert!(
                 moved >= traced,
                 "row {row} sample {}: the NUMA domain moved {moved} tasks, the trace saw \
-                 the probe cross {traced} times by load balancing: {numa}",
+                 the probe cross {traced} times by load balancing: {numa:?}",
                 x["sample"]
             );
         }
@@ -258,8 +265,8 @@ fn balancing_at_the_numa_domain(pol: &str, samples: &[Value], spec: &str, ni_ran
     let policy = format!("--load-policy={pol}");
     let (_, sim) = lab::sim_run("2node", spec, &profile, &[&policy], &tmp.path().join("sim"));
     for (row, label) in [(0, "PNID -1"), (1, "PNID A")] {
-        let lab = NumaBalance::of(samples, row, "schedstat");
-        let sim = NumaBalance::of(&sim, row, "sim");
+        let lab = NumaBalance::of(samples, row, Source::Schedstat);
+        let sim = NumaBalance::of(&sim, row, Source::Sim);
         eprintln!("{pol:8} {label:8} NUMA domain, lab: {}", lab.line());
         eprintln!("{pol:8} {label:8} NUMA domain, sim: {}", sim.line());
     }

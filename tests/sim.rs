@@ -4,6 +4,7 @@
 
 mod common;
 
+use numalab::analysis::balance::{LevelBalance, SampleBalance, Source};
 use std::path::Path;
 
 fn numalab(args: &[&str], state: &Path) -> (i32, String, String) {
@@ -80,30 +81,29 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
         // NUMA level (the last) has every cross-node one. A pinned row's
         // probe may make one move that is no balancing: onto its node at
         // exec (its affinity).
-        let b = &rec["balance"];
-        assert_eq!(b["source"], "sim", "{b}");
-        let levels = b["levels"].as_array().unwrap();
-        assert_eq!(levels.len(), 3, "SMT, MC, NUMA: {b}");
-        let moved = |l: &serde_json::Value| {
-            assert!(l["attempts"].is_null(), "the sim counts no attempts: {l}");
-            ["busy", "idle", "newly_idle"]
-                .iter()
-                .map(|k| l["gained"][k].as_u64().unwrap())
-                .sum::<u64>()
-                + l["active_pushed"].as_u64().unwrap()
-        };
-        let all: u64 = levels.iter().map(moved).sum();
+        let b: SampleBalance = serde_json::from_value(rec["balance"].clone()).unwrap();
+        assert_eq!(b.source, Source::Sim, "{b:?}");
+        let levels = &b.levels;
+        assert_eq!(levels.len(), 3, "SMT, MC, NUMA: {b:?}");
+        for l in levels {
+            assert!(l.attempts.is_none(), "the sim counts no attempts: {l:?}");
+        }
+        let all: u64 = levels.iter().map(LevelBalance::moved).sum();
         let lb = causes["load_balance"].as_u64().unwrap();
         let cross_lb = t["cross_node_causes"]["load_balance"].as_u64().unwrap();
         let pinned = rec["probe"]["spec"]["cpu"]["kind"] != "float";
         let affinity = lb
             .checked_sub(all)
-            .unwrap_or_else(|| panic!("{lb} balancing moves, {all} counted: {b}"));
+            .unwrap_or_else(|| panic!("{lb} balancing moves, {all} counted: {b:?}"));
         assert!(
             affinity <= pinned as u64,
-            "{lb} balancing moves, {all} counted (pinned: {pinned}): {b}"
+            "{lb} balancing moves, {all} counted (pinned: {pinned}): {b:?}"
         );
-        assert_eq!(moved(&levels[2]) + affinity.min(cross_lb), cross_lb, "{b}");
+        assert_eq!(
+            levels[2].moved() + affinity.min(cross_lb),
+            cross_lb,
+            "{b:?}"
+        );
     }
     // Pinned rows never leave their node; floating ones do under load.
     let xnode = |row: u64| -> u64 {

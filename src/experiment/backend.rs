@@ -86,7 +86,7 @@ pub struct Sampled {
     /// something outside numalab changed them under the sample.
     pub knobs_changed: Vec<String>,
     /// Load-balancing counters over the sample, when traced.
-    pub balance: Option<crate::analysis::balance::SampleBalance>,
+    pub balance: Option<SampleBalance>,
 }
 
 /// Every knob `row` runs under, by system path: NB, migration_cost_ns when
