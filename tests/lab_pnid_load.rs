@@ -200,7 +200,11 @@ impl NumaBalance {
         for x in samples.iter().filter(|x| x["row"] == row) {
             let bal: SampleBalance = serde_json::from_value(x["balance"].clone()).unwrap();
             assert_eq!(bal.source, source, "row {row}: {bal:?}");
-            let numa = bal.levels.last().unwrap();
+            // The 2-node guest: the node level within a node, the NUMA
+            // domain across both, recorded as such on either side.
+            let spans: Vec<&[usize]> = bal.levels.iter().map(|l| &l.span_nodes[..]).collect();
+            assert_eq!(spans, [&[1][..], &[2]], "row {row}: {bal:?}");
+            let numa = bal.cross_node().unwrap();
             let (g, h) = (&numa.gained, &numa.hot_gained);
             for (k, (g, h)) in [
                 (g.busy, h.busy),

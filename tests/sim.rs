@@ -104,6 +104,11 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
             cross_lb,
             "{b:?}"
         );
+        // Only the NUMA level spans both nodes, and the report's
+        // cross-node sum is its moves.
+        let spans: Vec<&[usize]> = levels.iter().map(|l| &l.span_nodes[..]).collect();
+        assert_eq!(spans, [&[1][..], &[1], &[2]], "{b:?}");
+        assert_eq!(b.cross_node().unwrap().moved(), levels[2].moved());
     }
     // Pinned rows never leave their node; floating ones do under load.
     let xnode = |row: u64| -> u64 {
@@ -136,6 +141,7 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
     }
     assert_eq!(pinned, 4);
     assert!(out.contains("Traced migrations per sample"), "{out}");
+    assert!(out.contains("Load balancer's cross-node moves"), "{out}");
     // The report and compare read it as they read host runs.
     let (code, rep, err) = numalab(&["report", a.to_str().unwrap()], tmp.path());
     assert_eq!(code, 0, "{err}");

@@ -7,6 +7,7 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
 //! tables`, then read the diff of the .snap files before committing.
 
+use numalab::analysis::balance::SampleBalance;
 use numalab::experiment::adaptive::{self, StopReason};
 use numalab::experiment::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Precision};
@@ -17,10 +18,34 @@ use numalab::topology::presets;
 use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
 
+/// A 2-node machine's counters: the node level (one node a span) pulled
+/// 5 tasks, the NUMA level (two) `k` idle pulls (one hot), 2 busy, 1
+/// newly idle and one active push.
+fn balance(k: u64) -> SampleBalance {
+    let level = |level: u64| {
+        serde_json::json!({
+            "level": level,
+            "span_cpus": [2 * (level + 1)],
+            "span_nodes": [level + 1],
+            "attempts": {"busy": 9, "idle": 9, "newly_idle": 9},
+            "failed": {"busy": 1, "idle": 1, "newly_idle": 1},
+            "gained": {"busy": 0, "idle": 5, "newly_idle": 0},
+            "hot_gained": {"busy": 0, "idle": 0, "newly_idle": 0},
+            "active_pushed": 0,
+        })
+    };
+    let mut json = serde_json::json!({"source": "schedstat", "levels": [level(0), level(1)]});
+    json["levels"][1]["gained"] = serde_json::json!({"busy": 2, "idle": k, "newly_idle": 1});
+    json["levels"][1]["hot_gained"]["idle"] = 1.into();
+    json["levels"][1]["active_pushed"] = 1.into();
+    serde_json::from_value(json).unwrap()
+}
+
 /// Rows: [00] NB 0 Mem A (plain), [01] NB 0 Mem F (noisy, a knob changed
 /// under one sample, one placement mismatch); PNID A NB 1 with a knob:
 /// [02] Mem A (skipped), [03] Mem F (pending: no samples yet); NB 1:
-/// [04] and [05], traced (the kernel dropped events under [05]).
+/// [04] and [05], traced (the kernel dropped events under [05]; only
+/// [04] has the load balancer's counters).
 fn run() -> (RunMeta, Vec<SampleRecord>) {
     let spec = ExperimentSpec {
         samples: 3,
@@ -132,6 +157,11 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
                 tr.task.cross_node_causes.wakeup = r.sample as u64;
                 tr.task.residency.on_mem_node_pct = Some(90.0 - 5.0 * r.sample as f64);
                 r.trace = Some(tr);
+                // [04] has the load balancer's counters (as /proc/schedstat
+                // gives them), [05] was recorded before they existed.
+                if row == 4 {
+                    r.balance = Some(balance(r.sample as u64));
+                }
                 r.numa_balancing = Some(1);
             });
         }

@@ -50,6 +50,10 @@ pub struct LevelBalance {
     pub level: usize,
     /// The CPU counts of the level's domain spans, ascending.
     pub span_cpus: Vec<usize>,
+    /// How many nodes the level's spans hold, ascending (absent from
+    /// records written before it was: then no level counts as crossing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub span_nodes: Vec<usize>,
     /// Balance attempts; `None` from the simulator, which makes only the
     /// attempts that can move the probe.
     pub attempts: Option<ByKind>,
@@ -65,11 +69,12 @@ pub struct LevelBalance {
 }
 
 impl LevelBalance {
-    fn new(level: usize, span_cpus: Vec<usize>, c: &Counters, attempts: bool) -> LevelBalance {
+    fn new(level: usize, spans: Spans, c: &Counters, attempts: bool) -> LevelBalance {
         let by = |f: fn(&super::schedstat::LbCounters) -> u64| ByKind::from_fn(|k| f(c.lb(k)));
         LevelBalance {
             level,
-            span_cpus,
+            span_cpus: spans.cpus,
+            span_nodes: spans.nodes,
             attempts: attempts.then(|| by(|l| l.count)),
             failed: attempts.then(|| by(|l| l.failed)),
             gained: by(|l| l.gained),
@@ -79,6 +84,34 @@ impl LevelBalance {
     }
 
     /// Tasks moved at this level: pulled or pushed.
+    pub fn moved(&self) -> u64 {
+        self.gained.total() + self.active_pushed
+    }
+
+    /// Whether every move here goes between nodes: each span holds two or
+    /// more, so the groups balanced against each other (the spans of the
+    /// level below) lie on different nodes.
+    pub fn crosses_nodes(&self) -> bool {
+        self.span_nodes.first().is_some_and(|&n| n >= 2)
+    }
+}
+
+/// A level's span sizes, in CPUs and in nodes (ascending distinct counts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spans {
+    pub cpus: Vec<usize>,
+    pub nodes: Vec<usize>,
+}
+
+/// The moves of a sample's levels that cross nodes, added up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CrossNode {
+    pub gained: ByKind,
+    pub hot_gained: ByKind,
+    pub active_pushed: u64,
+}
+
+impl CrossNode {
     pub fn moved(&self) -> u64 {
         self.gained.total() + self.active_pushed
     }
@@ -98,23 +131,51 @@ impl SampleBalance {
             source: Source::Schedstat,
             levels: levels
                 .iter()
-                .map(|l| LevelBalance::new(l.level, l.span_sizes.clone(), &l.counters, true))
+                .map(|l| {
+                    let spans = Spans {
+                        cpus: l.span_sizes.clone(),
+                        nodes: l.span_nodes.clone(),
+                    };
+                    LevelBalance::new(l.level, spans, &l.counters, true)
+                })
                 .collect(),
         }
     }
 
     /// From the simulator's counts per level (`counters[level]`), with the
-    /// span sizes of each level's domains.
-    pub fn from_sim(counters: &[Counters], span_cpus: &[Vec<usize>]) -> SampleBalance {
+    /// spans of each level's domains.
+    pub fn from_sim(counters: &[Counters], spans: &[Spans]) -> SampleBalance {
         SampleBalance {
             source: Source::Sim,
             levels: counters
                 .iter()
-                .zip(span_cpus)
+                .zip(spans)
                 .enumerate()
                 .map(|(level, (c, spans))| LevelBalance::new(level, spans.clone(), c, false))
                 .collect(),
         }
+    }
+
+    /// The moves of every level that crosses nodes ([`LevelBalance::crosses_nodes`]),
+    /// added up; `None` when no level does (one node, or a record without
+    /// `span_nodes`).
+    pub fn cross_node(&self) -> Option<CrossNode> {
+        let add = |a: ByKind, b: ByKind| ByKind {
+            busy: a.busy + b.busy,
+            idle: a.idle + b.idle,
+            newly_idle: a.newly_idle + b.newly_idle,
+        };
+        self.levels
+            .iter()
+            .filter(|l| l.crosses_nodes())
+            .fold(None, |acc: Option<CrossNode>, l| {
+                let a = acc.unwrap_or_default();
+                Some(CrossNode {
+                    gained: add(a.gained, l.gained),
+                    hot_gained: add(a.hot_gained, l.hot_gained),
+                    active_pushed: a.active_pushed + l.active_pushed,
+                })
+            })
     }
 }
 
@@ -145,7 +206,9 @@ mod tests {
         (idle.gained, idle.hot_gained) = (idle.gained + 2, idle.hot_gained + 1);
         numa.alb_pushed += 1;
         cpu0(&mut after, 0).lb[BalanceKind::NewlyIdle as usize].gained += 1;
-        let b = SampleBalance::from_schedstat(&by_level(&delta(&before, &after).unwrap()));
+        let b = SampleBalance::from_schedstat(&by_level(&delta(&before, &after).unwrap(), |c| {
+            Some(c / 2)
+        }));
         assert_eq!(b.source, Source::Schedstat);
         let [l0, l1] = &b.levels[..] else {
             panic!("two levels: {b:?}")
@@ -171,13 +234,57 @@ mod tests {
         let json = serde_json::to_value(&b).unwrap();
         assert_eq!(json["source"], "schedstat");
         assert_eq!(json["levels"][1]["gained"]["idle"], 2);
+        assert_eq!(json["levels"][1]["span_nodes"], serde_json::json!([2]));
+        // Only the NUMA domain crosses nodes: its two pulls and the push.
+        assert!(!l0.crosses_nodes() && l1.crosses_nodes());
+        let x = b.cross_node().unwrap();
+        assert_eq!(
+            (x.gained.idle, x.hot_gained.idle, x.active_pushed),
+            (2, 1, 1)
+        );
+        assert_eq!(x.moved(), 3);
+    }
+
+    #[test]
+    fn records_without_node_counts_cross_no_level() {
+        let mut b = SampleBalance::from_sim(
+            &[Counters::default(); 2],
+            &[
+                Spans {
+                    cpus: vec![2],
+                    nodes: vec![1],
+                },
+                Spans {
+                    cpus: vec![4],
+                    nodes: vec![2],
+                },
+            ],
+        );
+        let mut json = serde_json::to_value(&b).unwrap();
+        json["levels"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("span_nodes");
+        let old: SampleBalance = serde_json::from_value(json).unwrap();
+        assert!(old.levels[1].span_nodes.is_empty());
+        assert_eq!(old.cross_node(), None);
+        // One node: nothing crosses either.
+        b.levels[1].span_nodes = vec![1];
+        assert_eq!(b.cross_node(), None);
+        // Mixed spans (one within a node) are not all cross-node.
+        b.levels[1].span_nodes = vec![1, 2];
+        assert_eq!(b.cross_node(), None);
     }
 
     #[test]
     fn the_simulator_has_no_attempt_counts() {
         let mut c = Counters::default();
         c.lb[BalanceKind::Busy as usize].gained = 4;
-        let b = SampleBalance::from_sim(&[Counters::default(), c], &[vec![2], vec![4]]);
+        let spans = |cpus: usize, nodes: usize| Spans {
+            cpus: vec![cpus],
+            nodes: vec![nodes],
+        };
+        let b = SampleBalance::from_sim(&[Counters::default(), c], &[spans(2, 1), spans(4, 2)]);
         assert_eq!(b.levels[1].gained.busy, 4);
         assert!(b.levels[1].attempts.is_none());
         let json = serde_json::to_value(&b).unwrap();

@@ -308,33 +308,54 @@ pub fn delta(before: &Schedstat, after: &Schedstat) -> Result<Vec<DomainStats>, 
 }
 
 /// The counters of every CPU's domain at one level added up, with the CPU
-/// counts of the spans seen there (one size on a symmetric machine).
+/// counts of the spans seen there (one size on a symmetric machine) and
+/// their node counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LevelTotals {
     pub level: usize,
     pub span_sizes: Vec<usize>,
+    /// How many nodes each span holds, the distinct counts ascending
+    /// (empty when `node_of` knew none of the CPUs). A level whose spans
+    /// all hold two or more moves tasks between nodes: its groups are the
+    /// level below's spans, each within a node or a set of nodes.
+    pub span_nodes: Vec<usize>,
     pub counters: Counters,
 }
 
-/// Sums `domains` per level, lowest first.
-pub fn by_level(domains: &[DomainStats]) -> Vec<LevelTotals> {
-    let mut out: BTreeMap<usize, (Vec<usize>, [u64; 30])> = BTreeMap::new();
+/// Sums `domains` per level, lowest first; `node_of` gives a CPU's node.
+pub fn by_level(domains: &[DomainStats], node_of: impl Fn(u32) -> Option<u32>) -> Vec<LevelTotals> {
+    struct Acc {
+        sizes: Vec<usize>,
+        nodes: Vec<usize>,
+        sum: [u64; 30],
+    }
+    let mut out: BTreeMap<usize, Acc> = BTreeMap::new();
     for d in domains {
-        let (sizes, sum) = out.entry(d.level).or_insert_with(|| (Vec::new(), [0; 30]));
-        if !sizes.contains(&d.span.len()) {
-            sizes.push(d.span.len());
+        let acc = out.entry(d.level).or_insert_with(|| Acc {
+            sizes: Vec::new(),
+            nodes: Vec::new(),
+            sum: [0; 30],
+        });
+        if !acc.sizes.contains(&d.span.len()) {
+            acc.sizes.push(d.span.len());
         }
-        for (s, x) in sum.iter_mut().zip(d.counters.fields()) {
+        let nodes: std::collections::BTreeSet<u32> = d.span.iter().filter_map(&node_of).collect();
+        if !nodes.is_empty() && !acc.nodes.contains(&nodes.len()) {
+            acc.nodes.push(nodes.len());
+        }
+        for (s, x) in acc.sum.iter_mut().zip(d.counters.fields()) {
             *s += x;
         }
     }
     out.into_iter()
-        .map(|(level, (mut span_sizes, sum))| {
-            span_sizes.sort_unstable();
+        .map(|(level, mut acc)| {
+            acc.sizes.sort_unstable();
+            acc.nodes.sort_unstable();
             LevelTotals {
                 level,
-                span_sizes,
-                counters: Counters::from_fields(&sum),
+                span_sizes: acc.sizes,
+                span_nodes: acc.nodes,
+                counters: Counters::from_fields(&acc.sum),
             }
         })
         .collect()

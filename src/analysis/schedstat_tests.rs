@@ -7,15 +7,25 @@ use super::*;
 const V15: &str = include_str!("../../tests/fixtures/proc/schedstat-v15-6.1-2node.txt");
 const V16: &str = include_str!("../../tests/fixtures/proc/schedstat-v16-6.12-2node.txt");
 
+/// The guest's CPUs 0-1 are node 0, 2-3 node 1.
+fn two_per_node(cpu: u32) -> Option<u32> {
+    Some(cpu / 2)
+}
+
 #[test]
 fn both_versions_read_with_their_own_column_order() {
     for text in [V15, V16] {
         let s = parse(text).unwrap();
         assert_eq!(s.domains.len(), 8, "4 CPUs x 2 domains");
-        let levels = by_level(&s.domains);
+        let levels = by_level(&s.domains, two_per_node);
         assert_eq!(levels.len(), 2);
         assert_eq!(levels[0].span_sizes, vec![2], "a node's two CPUs");
+        assert_eq!(levels[0].span_nodes, vec![1]);
         assert_eq!(levels[1].span_sizes, vec![4], "the NUMA domain");
+        assert_eq!(levels[1].span_nodes, vec![2]);
+        // A CPU whose node is unknown counts in no span's nodes.
+        let none = by_level(&s.domains, |_| None);
+        assert!(none.iter().all(|l| l.span_nodes.is_empty()));
     }
     // cpu0 domain0 of version 16: busy, idle, newly idle.
     // "3 23 23 0 0 0 0 0 23 57 57 0 0 0 0 0 57 14 14 0 ... 6 1 0"
@@ -79,13 +89,13 @@ fn a_delta_is_the_growth_per_domain_and_sums_per_level() {
         c.alb_pushed += 1;
     }
     let d = delta(&before, &after).unwrap();
-    let levels = by_level(&d);
+    let levels = by_level(&d, two_per_node);
     assert_eq!(levels[0].counters, Counters::default());
     let numa = &levels[1].counters;
     assert_eq!(numa.lb(BalanceKind::Idle).hot_gained, 2);
     assert_eq!(numa.moved(), 6);
     // Against itself: nothing moved anywhere.
-    assert!(by_level(&delta(&before, &before).unwrap())
+    assert!(by_level(&delta(&before, &before).unwrap(), two_per_node)
         .iter()
         .all(|l| l.counters == Counters::default()));
     // Counters only grow, and the domains must be the same ones.

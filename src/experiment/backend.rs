@@ -440,7 +440,13 @@ impl Backend for Host {
         // and the odd kernel thread).
         let balance = match (before, self.schedstat_now()) {
             (Some(b), Some(a)) => match schedstat::delta(&b, &a) {
-                Ok(d) => Some(SampleBalance::from_schedstat(&schedstat::by_level(&d))),
+                Ok(d) => {
+                    let topo = self.trace.as_ref().map(|(_, _, t)| t);
+                    let node_of = |c| topo.and_then(|t| t.node_of_cpu(c));
+                    Some(SampleBalance::from_schedstat(&schedstat::by_level(
+                        &d, node_of,
+                    )))
+                }
                 Err(e) => {
                     eprintln!(
                         "run: row [{:02}]: this sample has no `balance`: {e}",

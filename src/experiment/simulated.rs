@@ -387,7 +387,7 @@ impl Sim {
         }
         let balance = spec
             .trace
-            .then(|| SampleBalance::from_sim(&res.balance, &m.level_span_sizes()));
+            .then(|| SampleBalance::from_sim(&res.balance, &m.level_spans()));
         Ok(Sampled {
             probe,
             wall_ns: res.wall_ns,

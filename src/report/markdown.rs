@@ -35,5 +35,12 @@ pub fn render(
         out.push_str(&traced.markdown());
         out.push_str(&format!("\n{}\n", super::traced::all_samples_line(samples)));
     }
+    let balance = super::rows::balance_table(&rows);
+    if !balance.is_empty() {
+        out.push_str("\n## Load balancing across nodes\n\n");
+        out.push_str(super::balance::CAPTION);
+        out.push_str("\n\n");
+        out.push_str(&balance.markdown());
+    }
     out
 }

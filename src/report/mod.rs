@@ -15,6 +15,7 @@
 //! rows) come as notes: text, Markdown and JSON reports carry them as
 //! warnings (CSV holds the rows only), so nothing is left out silently.
 
+pub mod balance;
 pub mod csv;
 pub mod json;
 pub mod markdown;
@@ -56,6 +57,8 @@ pub struct RowStats {
     pub knobs_changed: usize,
     /// The kernel-traced breakdown (`run --trace`).
     pub traced: Option<traced::TracedRow>,
+    /// The load balancer's cross-node moves (`run --trace`).
+    pub balance: Option<balance::BalanceRow>,
     /// The precision reached: the time's CI95 half-width as % of its mean.
     pub precision_pct: Option<f64>,
     /// Adaptive runs: why and after how many samples the row stopped
@@ -106,6 +109,7 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                     .count(),
                 knobs_changed: mine.iter().filter(|s| !s.knobs_changed.is_empty()).count(),
                 traced: traced::traced_row(&mine),
+                balance: balance::balance_row(&mine),
                 row: row.clone(),
                 precision_pct,
                 stop: stopped.and_then(|s| s.stop.clone()),

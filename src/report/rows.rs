@@ -59,6 +59,16 @@ pub struct ReportRow {
     pub stop_reason: Option<crate::experiment::adaptive::StopReason>,
     /// Position in the run's order of the sample it stopped at.
     pub stop_seq: Option<u64>,
+    // The load balancer's cross-node moves per sample (`run --trace`).
+    /// Samples with counters; `schedstat` (every task) or `sim` (the probe).
+    pub lb_n: Option<usize>,
+    pub lb_source: Option<String>,
+    pub lb_cross_moved: Option<f64>,
+    pub lb_cross_busy: Option<f64>,
+    pub lb_cross_idle: Option<f64>,
+    pub lb_cross_newly_idle: Option<f64>,
+    pub lb_cross_pushed: Option<f64>,
+    pub lb_cross_hot: Option<f64>,
 }
 
 impl ReportRow {
@@ -66,6 +76,8 @@ impl ReportRow {
         let t = s.time.as_ref();
         let tr = s.traced.as_ref();
         let tf = |f: fn(&super::traced::TracedRow) -> f64| tr.map(f);
+        let lb = s.balance.as_ref();
+        let lf = |f: fn(&super::balance::BalanceRow) -> f64| lb.map(f);
         ReportRow {
             row: s.row.id,
             pnid: s.row.pnid,
@@ -108,6 +120,14 @@ impl ReportRow {
             precision_pct: s.precision_pct,
             stop_reason: s.stop.as_ref().map(|s| s.reason),
             stop_seq: s.stop_seq,
+            lb_n: lb.map(|b| b.n),
+            lb_source: lb.map(|b| source_label(b.source).to_string()),
+            lb_cross_moved: lf(|b| b.moved),
+            lb_cross_busy: lf(|b| b.busy),
+            lb_cross_idle: lf(|b| b.idle),
+            lb_cross_newly_idle: lf(|b| b.newly_idle),
+            lb_cross_pushed: lf(|b| b.pushed),
+            lb_cross_hot: lf(|b| b.hot),
         }
     }
 
@@ -141,6 +161,13 @@ impl ReportRow {
             v.push(format!("knobs-changed x{}", self.knobs_changed));
         }
         v
+    }
+}
+
+fn source_label(s: crate::analysis::balance::Source) -> &'static str {
+    match s {
+        crate::analysis::balance::Source::Schedstat => "schedstat",
+        crate::analysis::balance::Source::Sim => "sim",
     }
 }
 
@@ -344,6 +371,39 @@ pub fn traced_table(rows: &[ReportRow]) -> Table {
                 Some(l) if l > 0 => format!("LOST {l} events"),
                 _ => String::new(),
             },
+        ]);
+    }
+    t
+}
+
+/// The load balancer's cross-node moves of the rows that have them; empty
+/// without.
+pub fn balance_table(rows: &[ReportRow]) -> Table {
+    let mut t = Table::new()
+        .left("Row")
+        .right("n")
+        .left("source")
+        .right("moved")
+        .right("busy")
+        .right("idle")
+        .right("newly-idle")
+        .right("pushed")
+        .right("hot");
+    for r in rows {
+        let (Some(n), Some(src)) = (r.lb_n, r.lb_source.as_ref()) else {
+            continue;
+        };
+        let f = |v: Option<f64>| num(v, 1, "-");
+        t.row(vec![
+            r.label(),
+            n.to_string(),
+            src.clone(),
+            f(r.lb_cross_moved),
+            f(r.lb_cross_busy),
+            f(r.lb_cross_idle),
+            f(r.lb_cross_newly_idle),
+            f(r.lb_cross_pushed),
+            f(r.lb_cross_hot),
         ]);
     }
     t

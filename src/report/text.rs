@@ -36,5 +36,6 @@ pub fn render(
     out.push('\n');
     out.push_str(&super::rows::extra_table(&rows, meta.spec.precision.is_some()).text());
     out.push_str(&super::traced::render_text(&rows, samples));
+    out.push_str(&super::balance::render_text(&rows));
     out
 }

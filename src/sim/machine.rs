@@ -177,22 +177,32 @@ impl Machine {
         &self.spans[id]
     }
 
-    /// The CPU counts of each domain level's spans, ascending, lowest level
-    /// first (as /proc/schedstat's levels: a CPU's Nth domain is level N).
-    pub fn level_span_sizes(&self) -> Vec<Vec<usize>> {
-        let mut out: Vec<Vec<usize>> = Vec::new();
+    /// The CPU and node counts of each domain level's spans, ascending,
+    /// lowest level first (as /proc/schedstat's levels: a CPU's Nth domain
+    /// is level N).
+    pub fn level_spans(&self) -> Vec<crate::analysis::balance::Spans> {
+        let mut out: Vec<crate::analysis::balance::Spans> = Vec::new();
         for doms in &self.cpu_domains {
             for (level, &d) in doms.iter().enumerate() {
                 if out.len() <= level {
-                    out.resize(level + 1, Vec::new());
+                    out.resize(level + 1, Default::default());
                 }
-                let n = self.span(self.domains[d].span).len();
-                if !out[level].contains(&n) {
-                    out[level].push(n);
+                let span = self.span(self.domains[d].span);
+                let nodes: std::collections::BTreeSet<usize> =
+                    span.iter().map(|&c| self.node[c]).collect();
+                let l = &mut out[level];
+                if !l.cpus.contains(&span.len()) {
+                    l.cpus.push(span.len());
+                }
+                if !l.nodes.contains(&nodes.len()) {
+                    l.nodes.push(nodes.len());
                 }
             }
         }
-        out.iter_mut().for_each(|v| v.sort_unstable());
+        for l in &mut out {
+            l.cpus.sort_unstable();
+            l.nodes.sort_unstable();
+        }
         out
     }
 
