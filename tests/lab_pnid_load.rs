@@ -32,6 +32,7 @@ mod common;
 use common::{jsonl, lab};
 use numalab::analysis::balance::{SampleBalance, Source};
 use numalab::stats::{welch, Sample};
+use numalab::trace::analyze::BalanceKinds;
 use serde_json::Value;
 
 /// The spec: Mem A, CPU F, NB 1, PNID -1 and A, 60% load.
@@ -184,13 +185,16 @@ fn a_forced_node_under_the_default_and_the_mpol_local_load() {
 
 /// A row's load-balancing counters at the NUMA domain (the last level),
 /// summed over its samples: tasks gained by kind, gained although hot,
-/// pushed, and the samples' traced cross-node moves by load balancing.
+/// pushed, and the samples' traced cross-node moves by load balancing,
+/// with the kinds of balancing the trace tells for the probe alone.
 #[derive(Default)]
 struct NumaBalance {
     gained: [f64; 3],
     hot: f64,
     pushed: f64,
     traced: f64,
+    /// The probe's own: busy, idle, newly idle, pushed, unknown.
+    probe: [f64; 5],
     n: usize,
 }
 
@@ -224,6 +228,18 @@ impl NumaBalance {
                 .unwrap();
             b.traced += traced;
             b.n += 1;
+            let k: BalanceKinds =
+                serde_json::from_value(x["trace"]["task"]["cross_node_balancing"].clone()).unwrap();
+            // Every cross-node balancing move of the probe has a kind or
+            // is counted unknown.
+            assert_eq!(k.total() as f64, traced, "row {row}: {k:?}");
+            for (p, v) in
+                b.probe
+                    .iter_mut()
+                    .zip([k.busy, k.idle, k.newly_idle, k.pushed, k.unknown])
+            {
+                *p += v as f64;
+            }
             // Every cross-node move the trace puts down to load balancing
             // is a task pulled or pushed at the NUMA domain, which also
             // counts every other task's and the time around the probe's
@@ -244,14 +260,21 @@ impl NumaBalance {
         let share = |v: f64| v / moved.max(1.0);
         format!(
             "{:6.1} moved per sample: busy {:.2}, idle {:.2}, newly idle {:.2}, pushed {:.2}; \
-             hot {:.2} (shares of moved); traced cross-node by balancing {:.1} per sample",
+             hot {:.2} (shares of moved); traced cross-node by balancing {:.1} per sample, \
+             the probe's by kind: busy {:.1}, idle {:.1}, newly idle {:.1}, pushed {:.1}, \
+             unknown {:.1}",
             moved / n,
             share(self.gained[0]),
             share(self.gained[1]),
             share(self.gained[2]),
             share(self.pushed),
             share(self.hot),
-            self.traced / n
+            self.traced / n,
+            self.probe[0] / n,
+            self.probe[1] / n,
+            self.probe[2] / n,
+            self.probe[3] / n,
+            self.probe[4] / n,
         )
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use numalab::analysis::balance::{LevelBalance, SampleBalance, Source};
+use numalab::trace::analyze::BalanceKinds;
 use std::path::Path;
 
 fn numalab(args: &[&str], state: &Path) -> (i32, String, String) {
@@ -109,6 +110,18 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
         let spans: Vec<&[usize]> = levels.iter().map(|l| &l.span_nodes[..]).collect();
         assert_eq!(spans, [&[1][..], &[1], &[2]], "{b:?}");
         assert_eq!(b.cross_node().unwrap().moved(), levels[2].moved());
+        // The trace's kinds of balancing are the counters' kinds, with the
+        // affinity move (the stopper's, as on a host) as pushed.
+        let kinds: BalanceKinds = serde_json::from_value(t["balancing"].clone()).unwrap();
+        let cross: BalanceKinds =
+            serde_json::from_value(t["cross_node_balancing"].clone()).unwrap();
+        assert_eq!((kinds.total(), cross.total()), (lb, cross_lb));
+        assert_eq!(kinds.unknown, 0);
+        let x = b.cross_node().unwrap();
+        assert_eq!(
+            (cross.busy, cross.idle, cross.newly_idle),
+            (x.gained.busy, x.gained.idle, x.gained.newly_idle)
+        );
     }
     // Pinned rows never leave their node; floating ones do under load.
     let xnode = |row: u64| -> u64 {

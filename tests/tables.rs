@@ -15,6 +15,7 @@ use numalab::jobs::{render as jobs_render, Job, JobsRecord, SCHEMA as JOBS_SCHEM
 use numalab::probe::record::ProbeRecord;
 use numalab::report::{self, Format};
 use numalab::topology::presets;
+use numalab::trace::analyze::BalanceKinds;
 use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
 
@@ -154,6 +155,13 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
                 m.to_mem_node = r.sample as u64;
                 m.from_mem_node = r.sample as u64;
                 tr.task.cross_node_causes.load_balance = r.sample as u64;
+                // The probe's cross-node balancing by kind: the first
+                // sample's none, then an idle pull, then a busy one too.
+                tr.task.cross_node_balancing = Some(BalanceKinds {
+                    idle: (r.sample > 0) as u64,
+                    busy: (r.sample > 1) as u64,
+                    ..Default::default()
+                });
                 tr.task.cross_node_causes.wakeup = r.sample as u64;
                 tr.task.residency.on_mem_node_pct = Some(90.0 - 5.0 * r.sample as f64);
                 r.trace = Some(tr);

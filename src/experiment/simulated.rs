@@ -12,7 +12,7 @@
 
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
-use crate::analysis::balance::SampleBalance;
+use crate::analysis::balance::{LevelBalance, SampleBalance};
 use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
     Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
@@ -23,7 +23,7 @@ use crate::sim::{Cause, Machine, Profile, SampleResult, SampleSpec, Simulator, M
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
-use crate::trace::analyze::{Causes, NumaActivity, TaskTrace};
+use crate::trace::analyze::{BalanceKinds, Causes, NumaActivity, TaskTrace};
 use crate::trace::record::SampleTrace;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -340,20 +340,37 @@ impl Sim {
                 notes: Vec::new(),
             }),
         };
-        let trace = spec.trace.then(|| {
+        let balance = spec
+            .trace
+            .then(|| SampleBalance::from_sim(&res.balance, &m.level_spans()));
+        let trace = balance.as_ref().map(|bal| {
             let mut causes = Causes::default();
             let mut cross = Causes::default();
+            // The trace's kinds of balancing are the counters' (each of the
+            // probe's balancing moves is counted once, at one level); an
+            // affinity move is the stopper's, as a host trace shows it.
+            let (mut kinds, mut cross_kinds) =
+                (sim_kinds(bal.levels.iter()), BalanceKinds::default());
+            if let Some(x) = bal.cross_node() {
+                cross_kinds = sim_kinds(bal.levels.iter().filter(|l| l.crosses_nodes()));
+                debug_assert_eq!(cross_kinds.total(), x.moved());
+            }
             for mv in &res.moves {
                 let c = match mv.cause {
                     Cause::NumaBalancing => &mut causes.numa_balancing,
                     Cause::LoadBalance | Cause::Affinity => &mut causes.load_balance,
                 };
                 *c += 1;
-                if m.node[mv.from] != m.node[mv.to] {
+                let crossing = m.node[mv.from] != m.node[mv.to];
+                if crossing {
                     match mv.cause {
                         Cause::NumaBalancing => cross.numa_balancing += 1,
                         _ => cross.load_balance += 1,
                     }
+                }
+                if mv.cause == Cause::Affinity {
+                    kinds.pushed += 1;
+                    cross_kinds.pushed += crossing as u64;
                 }
             }
             let whole = segments(&res.run_ns, Some(res.start_cpu));
@@ -371,6 +388,8 @@ impl Sim {
                         swap_numa: 0,
                         stick_numa: res.stick_numa,
                     },
+                    balancing: Some(kinds),
+                    cross_node_balancing: Some(cross_kinds),
                     residency: analysis::residency(&self.topo, mem_node, &whole),
                     first_cpu: Some(id(res.start_cpu)),
                     exited: true,
@@ -385,9 +404,6 @@ impl Sim {
         for (k, v) in row_knobs(row)? {
             knobs.insert(k, v);
         }
-        let balance = spec
-            .trace
-            .then(|| SampleBalance::from_sim(&res.balance, &m.level_spans()));
         Ok(Sampled {
             probe,
             wall_ns: res.wall_ns,
@@ -398,6 +414,18 @@ impl Sim {
             balance,
         })
     }
+}
+
+/// The balancing moves the counters of `levels` hold, as a trace counts
+/// them by kind.
+fn sim_kinds<'a>(levels: impl Iterator<Item = &'a LevelBalance>) -> BalanceKinds {
+    levels.fold(BalanceKinds::default(), |k, l| BalanceKinds {
+        busy: k.busy + l.gained.busy,
+        idle: k.idle + l.gained.idle,
+        newly_idle: k.newly_idle + l.gained.newly_idle,
+        pushed: k.pushed + l.active_pushed,
+        unknown: 0,
+    })
 }
 
 /// A sample's seed from the run's seed, its row and its index.

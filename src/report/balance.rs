@@ -5,7 +5,10 @@
 //! cache-hot task. On a real kernel the counts are /proc/schedstat's, for
 //! every task of the machine; a simulated run counts its probe's moves
 //! alone. The source is shown with the numbers, so the two are never read
-//! as the same thing.
+//! as the same thing; beside them, the probe's own cross-node balancing
+//! moves by kind, as its trace tells them
+//! ([`crate::trace::analyze::BalanceKinds`]), which a real run's counters
+//! cannot single out.
 
 use crate::analysis::balance::Source;
 use crate::experiment::record::SampleRecord;
@@ -53,8 +56,9 @@ pub fn balance_row(samples: &[&SampleRecord]) -> Option<BalanceRow> {
     })
 }
 
-pub const CAPTION: &str = "Load balancer's cross-node moves per sample (sched domains spanning \
-     nodes; schedstat counts every task of the machine, sim the probe alone)";
+pub const CAPTION: &str = "Load balancer's cross-node moves per sample: by the sched domains \
+     spanning nodes (schedstat counts every task of the machine, sim the probe alone), then the \
+     probe's own, from its trace";
 
 /// The balancing section of the text report, or nothing without counters.
 pub fn render_text(rows: &[super::rows::ReportRow]) -> String {

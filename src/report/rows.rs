@@ -69,6 +69,13 @@ pub struct ReportRow {
     pub lb_cross_newly_idle: Option<f64>,
     pub lb_cross_pushed: Option<f64>,
     pub lb_cross_hot: Option<f64>,
+    /// The probe's own cross-node load-balancing moves per sample by kind,
+    /// from its trace.
+    pub traced_cross_lb_busy: Option<f64>,
+    pub traced_cross_lb_idle: Option<f64>,
+    pub traced_cross_lb_newly_idle: Option<f64>,
+    pub traced_cross_lb_pushed: Option<f64>,
+    pub traced_cross_lb_unknown: Option<f64>,
 }
 
 impl ReportRow {
@@ -78,6 +85,8 @@ impl ReportRow {
         let tf = |f: fn(&super::traced::TracedRow) -> f64| tr.map(f);
         let lb = s.balance.as_ref();
         let lf = |f: fn(&super::balance::BalanceRow) -> f64| lb.map(f);
+        let kinds = tr.and_then(|t| t.cross_balancing);
+        let kf = |f: fn(&super::traced::CrossKinds) -> f64| kinds.as_ref().map(f);
         ReportRow {
             row: s.row.id,
             pnid: s.row.pnid,
@@ -128,6 +137,11 @@ impl ReportRow {
             lb_cross_newly_idle: lf(|b| b.newly_idle),
             lb_cross_pushed: lf(|b| b.pushed),
             lb_cross_hot: lf(|b| b.hot),
+            traced_cross_lb_busy: kf(|k| k.busy),
+            traced_cross_lb_idle: kf(|k| k.idle),
+            traced_cross_lb_newly_idle: kf(|k| k.newly_idle),
+            traced_cross_lb_pushed: kf(|k| k.pushed),
+            traced_cross_lb_unknown: kf(|k| k.unknown),
         }
     }
 
@@ -376,8 +390,8 @@ pub fn traced_table(rows: &[ReportRow]) -> Table {
     t
 }
 
-/// The load balancer's cross-node moves of the rows that have them; empty
-/// without.
+/// The load balancer's cross-node moves of the rows that have them, the
+/// domains' counters then the probe's own from its trace; empty without.
 pub fn balance_table(rows: &[ReportRow]) -> Table {
     let mut t = Table::new()
         .left("Row")
@@ -388,22 +402,32 @@ pub fn balance_table(rows: &[ReportRow]) -> Table {
         .right("idle")
         .right("newly-idle")
         .right("pushed")
-        .right("hot");
+        .right("hot")
+        .right("probe: busy")
+        .right("idle")
+        .right("newly-idle")
+        .right("pushed")
+        .right("unknown");
     for r in rows {
-        let (Some(n), Some(src)) = (r.lb_n, r.lb_source.as_ref()) else {
+        if r.lb_n.is_none() && r.traced_cross_lb_busy.is_none() {
             continue;
-        };
+        }
         let f = |v: Option<f64>| num(v, 1, "-");
         t.row(vec![
             r.label(),
-            n.to_string(),
-            src.clone(),
+            r.lb_n.map_or("-".into(), |n| n.to_string()),
+            r.lb_source.clone().unwrap_or_else(|| "-".into()),
             f(r.lb_cross_moved),
             f(r.lb_cross_busy),
             f(r.lb_cross_idle),
             f(r.lb_cross_newly_idle),
             f(r.lb_cross_pushed),
             f(r.lb_cross_hot),
+            f(r.traced_cross_lb_busy),
+            f(r.traced_cross_lb_idle),
+            f(r.traced_cross_lb_newly_idle),
+            f(r.traced_cross_lb_pushed),
+            f(r.traced_cross_lb_unknown),
         ]);
     }
     t

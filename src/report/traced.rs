@@ -24,12 +24,43 @@ pub struct TracedRow {
     pub cross_numa_balancing: f64,
     pub cross_wakeup: f64,
     pub cross_load_balance: f64,
+    /// Cross-node load-balancing moves by kind of balancing, over the
+    /// samples whose traces tell them (`None` when none does).
+    pub cross_balancing: Option<CrossKinds>,
     /// Percent of on-CPU time away from the memory's node.
     pub away_pct: Option<f64>,
     pub lost_events: u64,
     /// Cross-node moves vs time, and time away vs time.
     pub r_cross_time: Option<Correlation>,
     pub r_away_time: Option<Correlation>,
+}
+
+/// Means per sample of [`crate::trace::analyze::BalanceKinds`].
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CrossKinds {
+    pub n: usize,
+    pub busy: f64,
+    pub idle: f64,
+    pub newly_idle: f64,
+    pub pushed: f64,
+    pub unknown: f64,
+}
+
+fn cross_kinds(tr: &[&crate::trace::record::SampleTrace]) -> Option<CrossKinds> {
+    let k: Vec<crate::trace::analyze::BalanceKinds> = tr
+        .iter()
+        .filter_map(|t| t.task.cross_node_balancing)
+        .collect();
+    let m =
+        |f: fn(&crate::trace::analyze::BalanceKinds) -> u64| mean(k.iter().map(|x| f(x) as f64));
+    (!k.is_empty()).then(|| CrossKinds {
+        n: k.len(),
+        busy: m(|x| x.busy),
+        idle: m(|x| x.idle),
+        newly_idle: m(|x| x.newly_idle),
+        pushed: m(|x| x.pushed),
+        unknown: m(|x| x.unknown),
+    })
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -91,6 +122,7 @@ pub fn traced_row(samples: &[&SampleRecord]) -> Option<TracedRow> {
         cross_numa_balancing: m(|t| t.task.cross_node_causes.numa_balancing),
         cross_wakeup: m(|t| t.task.cross_node_causes.wakeup),
         cross_load_balance: m(|t| t.task.cross_node_causes.load_balance),
+        cross_balancing: cross_kinds(&tr),
         away_pct: (!aw.is_empty()).then(|| mean(aw.into_iter())),
         lost_events: tr.iter().map(|t| t.lost_events).sum(),
         r_cross_time,

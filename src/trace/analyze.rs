@@ -12,6 +12,21 @@
 //!   active load balancer (or an affinity change) moved it;
 //! - `unknown`: no sched_switch of the task seen yet to tell.
 //!
+//! Which balancing made a `load_balance` move ([`BalanceKinds`]) shows in
+//! where the kernel recorded the event and in what the destination CPU
+//! switched from to run the task:
+//! - `pushed`: recorded on the source CPU, i.e. by its stopper thread, which
+//!   takes a *running* task: the active balancer (or an affinity change of
+//!   the running task, which the stopper carries out too);
+//! - otherwise the destination (or, for nohz idle balancing, another idle
+//!   CPU on its behalf) pulled it, and the task's next switch-in there says
+//!   how: from the idle task, `idle` (periodic or nohz balancing of an idle
+//!   CPU); from a task that went to sleep within [`NEWIDLE_SWITCH_NS`] of the
+//!   move, `newly_idle` (the pull ran inside that task's schedule()); from a
+//!   task still runnable, or one that slept later, `busy` (the CPU's tick
+//!   pulled it while it ran something);
+//! - `unknown`: moved again, or the window closed, before it ran there.
+//!
 //! Residency comes from sched_switch: a task runs on a CPU from the switch
 //! that makes it `next` to the switch that makes it `prev`. A task already
 //! on a CPU when the window opens counts from the window's start; one still
@@ -25,6 +40,49 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// How long after NUMA balancing's decision its migration may follow.
 pub const NUMA_MATCH_NS: u64 = 50_000_000;
+
+/// The longest gap between a pull and the switch to the pulled task that
+/// still counts as one schedule() (newly-idle balancing): tens of
+/// microseconds on hardware, more in an emulated guest. A busy CPU's pull
+/// whose running task happens to sleep this soon after it is counted as
+/// newly idle: with `numalab load`'s 12 ms busy periods, about 1 in 12.
+pub const NEWIDLE_SWITCH_NS: u64 = 1_000_000;
+
+/// A task's load-balancing moves by the kind of balancing that made them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalanceKinds {
+    pub busy: u64,
+    pub idle: u64,
+    pub newly_idle: u64,
+    /// Taken while running, by the stopper of its CPU.
+    pub pushed: u64,
+    pub unknown: u64,
+}
+
+impl BalanceKinds {
+    fn add(&mut self, k: Option<LbKind>) {
+        match k {
+            Some(LbKind::Busy) => self.busy += 1,
+            Some(LbKind::Idle) => self.idle += 1,
+            Some(LbKind::NewlyIdle) => self.newly_idle += 1,
+            Some(LbKind::Pushed) => self.pushed += 1,
+            None => self.unknown += 1,
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.busy + self.idle + self.newly_idle + self.pushed + self.unknown
+    }
+}
+
+/// The kind of balancing behind one load-balancing move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LbKind {
+    Busy,
+    Idle,
+    NewlyIdle,
+    Pushed,
+}
 
 /// Migrations by cause.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,6 +151,12 @@ pub struct TaskTrace {
     pub causes: Causes,
     pub cross_node_causes: Causes,
     pub numa: NumaActivity,
+    /// Its `load_balance` moves by kind of balancing, all and cross-node
+    /// ones (absent from records written before they were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancing: Option<BalanceKinds>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_node_balancing: Option<BalanceKinds>,
     pub residency: Residency,
     /// The CPU it was first seen on.
     pub first_cpu: Option<u32>,
@@ -129,7 +193,9 @@ struct State {
     first_cpu: Option<u32>,
     segments: Vec<Segment>,
     migrate_events: u64,
-    moves: Vec<(Migration, Cause)>,
+    moves: Vec<(Migration, Cause, Option<LbKind>)>,
+    /// A pull not yet told apart: (index in `moves`, when, destination).
+    pending_pull: Option<(usize, u64, u32)>,
     pending_numa: Vec<(u64, i32, i32)>,
     numa: NumaActivity,
 }
@@ -172,6 +238,17 @@ pub fn analyze(
                     s.seen_switch = true;
                 }
                 if let Some(s) = st.get_mut(&next_pid) {
+                    if let Some((i, t, dest)) = s.pending_pull.take() {
+                        s.moves[i].2 = (dest == e.cpu).then(|| {
+                            if prev_pid == 0 {
+                                LbKind::Idle
+                            } else if !prev_runnable && e.ts_ns - t <= NEWIDLE_SWITCH_NS {
+                                LbKind::NewlyIdle
+                            } else {
+                                LbKind::Busy
+                            }
+                        });
+                    }
                     s.running = Some((e.cpu, e.ts_ns));
                     s.first_cpu.get_or_insert(e.cpu);
                     s.asleep = Some(false);
@@ -204,6 +281,13 @@ pub fn analyze(
                         None => Cause::Unknown,
                     }
                 };
+                // A pull still waiting for its switch-in was moved on first.
+                s.pending_pull = None;
+                let kind =
+                    (cause == Cause::LoadBalance && e.cpu == orig_cpu).then_some(LbKind::Pushed);
+                if cause == Cause::LoadBalance && kind.is_none() {
+                    s.pending_pull = Some((s.moves.len(), e.ts_ns, dest_cpu));
+                }
                 s.moves.push((
                     Migration {
                         t_ns: e.ts_ns - window.start_ns,
@@ -211,6 +295,7 @@ pub fn analyze(
                         to: dest_cpu,
                     },
                     cause,
+                    kind,
                 ));
             }
             Kind::MoveNuma {
@@ -280,10 +365,18 @@ pub fn analyze(
             let plain: Vec<Migration> = s.moves.iter().map(|m| m.0).collect();
             let mut causes = Causes::default();
             let mut cross = Causes::default();
-            for (m, c) in &s.moves {
+            let (mut kinds, mut cross_kinds) = (BalanceKinds::default(), BalanceKinds::default());
+            for (m, c, k) in &s.moves {
+                let crossing = topo.relation(m.from, m.to) == crate::topology::Relation::CrossNode;
                 causes.add(*c);
-                if topo.relation(m.from, m.to) == crate::topology::Relation::CrossNode {
+                if crossing {
                     cross.add(*c);
+                }
+                if *c == Cause::LoadBalance {
+                    kinds.add(*k);
+                    if crossing {
+                        cross_kinds.add(*k);
+                    }
                 }
             }
             TaskTrace {
@@ -295,13 +388,15 @@ pub fn analyze(
                 causes,
                 cross_node_causes: cross,
                 numa: s.numa,
+                balancing: Some(kinds),
+                cross_node_balancing: Some(cross_kinds),
                 residency: residency(topo, mem, &s.segments),
                 first_cpu: s.first_cpu,
                 exited: s.exited,
                 moves: s
                     .moves
                     .iter()
-                    .map(|(m, c)| TracedMove {
+                    .map(|(m, c, _)| TracedMove {
                         t_ns: m.t_ns,
                         from: m.from,
                         to: m.to,

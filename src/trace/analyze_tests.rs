@@ -274,3 +274,86 @@ fn window_clips_events() {
     assert_eq!(r[0].residency.total_ns, 0);
     assert_eq!(r[1].residency.start_node, None);
 }
+
+/// A migration recorded on `on` (the CPU whose code moved the task).
+fn mig_on(ts: u64, on: u32, pid: u32, from: u32, to: u32) -> Event {
+    let mut e = mig(ts, pid, from, to);
+    e.cpu = on;
+    e
+}
+
+/// Each kind of balancing, told apart by where the move was recorded and
+/// what the destination switched from (4node-smt: node N = CPUs 2N, 2N+1).
+#[test]
+fn load_balancing_moves_by_kind() {
+    let t = fixture("4node-smt");
+    const MS: u64 = 1_000_000;
+    let p = 100;
+    let e = vec![
+        sw(0, 0, 0, false, p),
+        // Preempted by CPU 0's worker (300), then pulled by CPU 2, idle,
+        // balanced by CPU 5 for it (nohz): cross-node, idle.
+        sw(MS, 0, p, true, 300),
+        mig_on(2 * MS, 5, p, 0, 2),
+        sw(2 * MS + 10, 2, 0, false, p),
+        // Pushed while running, by CPU 2's stopper: same node, pushed.
+        mig_on(3 * MS, 2, p, 2, 3),
+        sw(3 * MS + 10, 3, 0, false, p),
+        // Preempted; CPU 4's worker (301) goes to sleep and pulls it in
+        // the same schedule(): cross-node, newly idle.
+        sw(4 * MS, 3, p, true, 302),
+        mig_on(5 * MS, 4, p, 3, 4),
+        sw(5 * MS + 200_000, 4, 301, false, p),
+        // Preempted; CPU 6 pulls it from its tick while running 303, which
+        // it preempts: cross-node, busy.
+        sw(6 * MS, 4, p, true, 304),
+        mig_on(7 * MS, 6, p, 4, 6),
+        sw(7 * MS + 10, 6, 303, true, p),
+        // Pulled by CPU 7 from its tick, run when 305 slept 3 ms later:
+        // busy too.
+        sw(8 * MS, 6, p, true, 303),
+        mig_on(9 * MS, 7, p, 6, 7),
+        sw(12 * MS, 7, 305, false, p),
+        // Pulled to CPU 1, pulled on to CPU 0 before it ran there: the
+        // first is unknown (cross-node), the second idle (same core).
+        sw(13 * MS, 7, p, true, 305),
+        mig_on(14 * MS, 1, p, 7, 1),
+        mig_on(15 * MS, 0, p, 1, 0),
+        sw(15 * MS + 10, 0, 0, false, p),
+        // Goes to sleep and is woken elsewhere: a wake-up, no kind.
+        sw(16 * MS, 0, p, false, 0),
+        mig_on(17 * MS, 4, p, 0, 2),
+        sw(17 * MS + 10, 2, 0, false, p),
+        // Pulled again, and the window closes before it runs: unknown.
+        sw(18 * MS, 2, p, true, 306),
+        mig_on(19 * MS, 3, p, 2, 3),
+    ];
+    let r = analyze(&t, &e, &pids(&[p]), false, Window::of(&e), &|_| Some(0));
+    let x = &r[0];
+    assert_eq!(x.causes.load_balance, 8);
+    assert_eq!(x.causes.wakeup, 1);
+    let all = x.balancing.unwrap();
+    assert_eq!(
+        all,
+        BalanceKinds {
+            busy: 2,
+            idle: 2,
+            newly_idle: 1,
+            pushed: 1,
+            unknown: 2,
+        }
+    );
+    assert_eq!(all.total(), x.causes.load_balance);
+    assert_eq!(
+        x.cross_node_balancing.unwrap(),
+        BalanceKinds {
+            busy: 1,
+            idle: 1,
+            newly_idle: 1,
+            pushed: 0,
+            unknown: 1,
+        }
+    );
+    // The switch-in 3 ms after the pull is not the pull's schedule().
+    const { assert!(3 * MS > NEWIDLE_SWITCH_NS) };
+}
