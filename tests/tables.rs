@@ -183,6 +183,24 @@ fn report(f: Format) -> String {
     report::render_noted(&meta, &samples, &notes, f)
 }
 
+/// Without the domains' counters (no schedstats) and with no cross-node
+/// balancing of the probe (one node, say), there is no balancing table.
+#[test]
+fn no_balancing_table_without_counters_or_crossings() {
+    let (meta, mut samples) = run();
+    for s in &mut samples {
+        s.balance = None;
+        if let Some(t) = &mut s.trace {
+            t.task.cross_node_balancing = Some(BalanceKinds::default());
+        }
+    }
+    for f in [Format::Text, Format::Markdown] {
+        let out = report::render_noted(&meta, &samples, &[], f);
+        assert!(!out.contains("Load balancer's cross-node moves"), "{out}");
+        assert!(out.contains("Traced migrations"), "{out}");
+    }
+}
+
 #[test]
 fn report_text() {
     insta::assert_snapshot!(report(Format::Text));

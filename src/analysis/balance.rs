@@ -59,7 +59,8 @@ pub struct LevelBalance {
     pub attempts: Option<ByKind>,
     /// Attempts that wanted to move a task and moved none; `None` as above.
     pub failed: Option<ByKind>,
-    /// Tasks pulled.
+    /// Tasks pulled (active pushes, which the kernel's lb_gained counts as
+    /// idle pulls too, taken out: they are `active_pushed`).
     pub gained: ByKind,
     /// Of those, pulled although cache hot or leaving their preferred node
     /// (the domain's failures had passed cache_nice_tries).
@@ -71,13 +72,18 @@ pub struct LevelBalance {
 impl LevelBalance {
     fn new(level: usize, spans: Spans, c: &Counters, attempts: bool) -> LevelBalance {
         let by = |f: fn(&super::schedstat::LbCounters) -> u64| ByKind::from_fn(|k| f(c.lb(k)));
+        // The kernel counts an active push in lb_gained[CPU_IDLE] too
+        // ([`Counters::moved`]); here `gained` is pulls only, so that it
+        // and `active_pushed` never overlap.
+        let mut gained = by(|l| l.gained);
+        gained.idle = gained.idle.saturating_sub(c.alb_pushed);
         LevelBalance {
             level,
             span_cpus: spans.cpus,
             span_nodes: spans.nodes,
             attempts: attempts.then(|| by(|l| l.count)),
             failed: attempts.then(|| by(|l| l.failed)),
-            gained: by(|l| l.gained),
+            gained,
             hot_gained: by(|l| l.hot_gained),
             active_pushed: c.alb_pushed,
         }
@@ -201,9 +207,10 @@ mod tests {
         // CPU 0's NUMA domain (level 1): two idle pulls, one of them hot,
         // and an active push; its MC domain: a newly-idle pull.
         let numa = cpu0(&mut after, 1);
+        // The push is in lb_gained[CPU_IDLE] too, as the kernel counts it.
         let idle = &mut numa.lb[BalanceKind::Idle as usize];
         (idle.count, idle.failed) = (idle.count + 5, idle.failed + 3);
-        (idle.gained, idle.hot_gained) = (idle.gained + 2, idle.hot_gained + 1);
+        (idle.gained, idle.hot_gained) = (idle.gained + 3, idle.hot_gained + 1);
         numa.alb_pushed += 1;
         cpu0(&mut after, 0).lb[BalanceKind::NewlyIdle as usize].gained += 1;
         let b = SampleBalance::from_schedstat(&by_level(&delta(&before, &after).unwrap(), |c| {

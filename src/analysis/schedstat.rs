@@ -153,9 +153,11 @@ impl Counters {
         }
     }
 
-    /// Tasks moved at this level by any balancing: pulled or pushed.
+    /// Tasks moved at this level by any balancing: pulled or pushed (an
+    /// active push is in `lb_gained` too, as an idle CPU's: the stopper
+    /// balances with `.idle = CPU_IDLE`).
     pub fn moved(&self) -> u64 {
-        self.lb.iter().map(|c| c.gained).sum::<u64>() + self.alb_pushed
+        self.lb.iter().map(|c| c.gained).sum::<u64>()
     }
 }
 

@@ -93,7 +93,9 @@ fn a_delta_is_the_growth_per_domain_and_sums_per_level() {
     assert_eq!(levels[0].counters, Counters::default());
     let numa = &levels[1].counters;
     assert_eq!(numa.lb(BalanceKind::Idle).hot_gained, 2);
-    assert_eq!(numa.moved(), 6);
+    // The push is one of the five gained (active balancing counts it as
+    // an idle CPU's pull too).
+    assert_eq!(numa.moved(), 5);
     // Against itself: nothing moved anywhere.
     assert!(by_level(&delta(&before, &before).unwrap(), two_per_node)
         .iter()

@@ -349,12 +349,8 @@ impl Sim {
             // The trace's kinds of balancing are the counters' (each of the
             // probe's balancing moves is counted once, at one level); an
             // affinity move is the stopper's, as a host trace shows it.
-            let (mut kinds, mut cross_kinds) =
-                (sim_kinds(bal.levels.iter()), BalanceKinds::default());
-            if let Some(x) = bal.cross_node() {
-                cross_kinds = sim_kinds(bal.levels.iter().filter(|l| l.crosses_nodes()));
-                debug_assert_eq!(cross_kinds.total(), x.moved());
-            }
+            let mut kinds = sim_kinds(bal.levels.iter());
+            let mut cross_kinds = sim_kinds(bal.levels.iter().filter(|l| l.crosses_nodes()));
             for mv in &res.moves {
                 let c = match mv.cause {
                     Cause::NumaBalancing => &mut causes.numa_balancing,

@@ -58,7 +58,7 @@ pub fn balance_row(samples: &[&SampleRecord]) -> Option<BalanceRow> {
 
 pub const CAPTION: &str = "Load balancer's cross-node moves per sample: by the sched domains \
      spanning nodes (schedstat counts every task of the machine, sim the probe alone), then the \
-     probe's own, from its trace";
+     probe's own by kind, from its trace (`pushed`: by its CPU's stopper)";
 
 /// The balancing section of the text report, or nothing without counters.
 pub fn render_text(rows: &[super::rows::ReportRow]) -> String {

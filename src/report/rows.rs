@@ -70,7 +70,8 @@ pub struct ReportRow {
     pub lb_cross_pushed: Option<f64>,
     pub lb_cross_hot: Option<f64>,
     /// The probe's own cross-node load-balancing moves per sample by kind,
-    /// from its trace.
+    /// from its trace (over `traced_cross_lb_n` samples).
+    pub traced_cross_lb_n: Option<usize>,
     pub traced_cross_lb_busy: Option<f64>,
     pub traced_cross_lb_idle: Option<f64>,
     pub traced_cross_lb_newly_idle: Option<f64>,
@@ -137,6 +138,7 @@ impl ReportRow {
             lb_cross_newly_idle: lf(|b| b.newly_idle),
             lb_cross_pushed: lf(|b| b.pushed),
             lb_cross_hot: lf(|b| b.hot),
+            traced_cross_lb_n: kinds.map(|k| k.n),
             traced_cross_lb_busy: kf(|k| k.busy),
             traced_cross_lb_idle: kf(|k| k.idle),
             traced_cross_lb_newly_idle: kf(|k| k.newly_idle),
@@ -403,13 +405,25 @@ pub fn balance_table(rows: &[ReportRow]) -> Table {
         .right("newly-idle")
         .right("pushed")
         .right("hot")
-        .right("probe: busy")
+        .right("probe n")
+        .right("busy")
         .right("idle")
         .right("newly-idle")
         .right("pushed")
         .right("unknown");
     for r in rows {
-        if r.lb_n.is_none() && r.traced_cross_lb_busy.is_none() {
+        // Without the domains' counters, a row shows only if its probe
+        // crossed nodes by balancing (not on a one-node machine).
+        let probe_crossed = [
+            r.traced_cross_lb_busy,
+            r.traced_cross_lb_idle,
+            r.traced_cross_lb_newly_idle,
+            r.traced_cross_lb_pushed,
+            r.traced_cross_lb_unknown,
+        ]
+        .iter()
+        .any(|v| v.is_some_and(|v| v > 0.0));
+        if r.lb_n.is_none() && !probe_crossed {
             continue;
         }
         let f = |v: Option<f64>| num(v, 1, "-");
@@ -423,6 +437,7 @@ pub fn balance_table(rows: &[ReportRow]) -> Table {
             f(r.lb_cross_newly_idle),
             f(r.lb_cross_pushed),
             f(r.lb_cross_hot),
+            r.traced_cross_lb_n.map_or("-".into(), |n| n.to_string()),
             f(r.traced_cross_lb_busy),
             f(r.traced_cross_lb_idle),
             f(r.traced_cross_lb_newly_idle),

@@ -58,12 +58,18 @@ pub enum Moved {
 
 /// Moves the probe to `x` for a balance attempt of `kind` at `level` of
 /// `x`'s domains, counting it where sched_balance_rq() and
-/// active_load_balance_cpu_stop() count it in /proc/schedstat.
+/// active_load_balance_cpu_stop() count it in /proc/schedstat. The latter
+/// balances as an idle CPU (its lb_env has `.idle = CPU_IDLE`), so
+/// detach_one_task() counts a push in `lb_gained[CPU_IDLE]` as well as in
+/// `alb_pushed`, whatever kind of attempt kicked it.
 pub fn count_move(e: &mut Engine, x: usize, level: usize, kind: Kind, how: Moved) {
     e.move_to(x, Cause::LoadBalance);
     let c = &mut e.res.balance[level];
     match how {
-        Moved::Pushed => c.alb_pushed += 1,
+        Moved::Pushed => {
+            c.alb_pushed += 1;
+            c.lb[BalanceKind::Idle as usize].gained += 1;
+        }
         Moved::Pulled | Moved::PulledHot => {
             let k = BalanceKind::from(kind) as usize;
             c.lb[k].gained += 1;

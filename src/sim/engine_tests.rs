@@ -1,6 +1,7 @@
 //! The engine on cases with a known answer.
 
 use super::*;
+use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{load::LoadModel, Machine, Profile};
 use crate::topology::presets;
 

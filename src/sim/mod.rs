@@ -26,6 +26,7 @@ pub mod numa;
 pub mod numa_move;
 pub mod profile;
 pub mod rng;
+pub mod sample;
 
 pub use engine::{Cause, Move, SampleResult, SampleSpec};
 pub use machine::Machine;

@@ -16,8 +16,11 @@
 //! where the kernel recorded the event and in what the destination CPU
 //! switched from to run the task:
 //! - `pushed`: recorded on the source CPU, i.e. by its stopper thread, which
-//!   takes a *running* task: the active balancer (or an affinity change of
-//!   the running task, which the stopper carries out too);
+//!   preempted the running task: the active balancer
+//!   (active_load_balance_cpu_stop), and also the two other stopper moves
+//!   of a CFS task that the trace cannot tell from it: exec balancing
+//!   (sched_exec() at execve, once at the start of a traced command) and
+//!   an affinity change of the running task (migration_cpu_stop);
 //! - otherwise the destination (or, for nohz idle balancing, another idle
 //!   CPU on its behalf) pulled it, and the task's next switch-in there says
 //!   how: from the idle task, `idle` (periodic or nohz balancing of an idle
@@ -26,6 +29,11 @@
 //!   task still runnable, or one that slept later, `busy` (the CPU's tick
 //!   pulled it while it ran something);
 //! - `unknown`: moved again, or the window closed, before it ran there.
+//!
+//! Known misreadings: an affinity change of a task that waits, not runs,
+//! is moved by the caller (move_queued_task()) and reads as a pull; under
+//! 6.12's DELAY_DEQUEUE the balancer may move a task that has gone to
+//! sleep but is still queued, which reads as a wake-up.
 //!
 //! Residency comes from sched_switch: a task runs on a CPU from the switch
 //! that makes it `next` to the switch that makes it `prev`. A task already
@@ -45,7 +53,8 @@ pub const NUMA_MATCH_NS: u64 = 50_000_000;
 /// still counts as one schedule() (newly-idle balancing): tens of
 /// microseconds on hardware, more in an emulated guest. A busy CPU's pull
 /// whose running task happens to sleep this soon after it is counted as
-/// newly idle: with `numalab load`'s 12 ms busy periods, about 1 in 12.
+/// newly idle: with `numalab load`'s 12 ms busy periods, at most about 1 in
+/// 12 of the busy pulls that do not preempt the running task at once.
 pub const NEWIDLE_SWITCH_NS: u64 = 1_000_000;
 
 /// A task's load-balancing moves by the kind of balancing that made them.
@@ -54,7 +63,8 @@ pub struct BalanceKinds {
     pub busy: u64,
     pub idle: u64,
     pub newly_idle: u64,
-    /// Taken while running, by the stopper of its CPU.
+    /// Moved by the stopper of its CPU (active balancing; exec balancing
+    /// and affinity changes of the running task look the same).
     pub pushed: u64,
     pub unknown: u64,
 }

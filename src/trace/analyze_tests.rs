@@ -357,3 +357,72 @@ fn load_balancing_moves_by_kind() {
     // The switch-in 3 ms after the pull is not the pull's schedule().
     const { assert!(3 * MS > NEWIDLE_SWITCH_NS) };
 }
+
+/// The edges of the kinds: a switch-in elsewhere than the pull's CPU (its
+/// events lost), a cross-node push, a NUMA balancing move the source's
+/// stopper made (no kind), and the newly-idle gap's bound, both sides.
+#[test]
+fn load_balancing_kinds_at_their_edges() {
+    let t = fixture("4node-smt");
+    let p = 100;
+    let mv_numa = |ts: u64, from: u32, to: u32| {
+        ev(
+            ts,
+            from,
+            Kind::MoveNuma {
+                pid: p,
+                src_cpu: from as i32,
+                src_nid: (from / 2) as i32,
+                dst_cpu: to as i32,
+                dst_nid: (to / 2) as i32,
+            },
+        )
+    };
+    let n = NEWIDLE_SWITCH_NS;
+    let e = vec![
+        sw(0, 0, 0, false, p),
+        // Pulled to CPU 2, but runs next on CPU 3: unknown (cross-node).
+        sw(10, 0, p, true, 300),
+        mig_on(20, 2, p, 0, 2),
+        sw(30, 3, 0, false, p),
+        // Pushed across nodes by CPU 3's stopper.
+        mig_on(40, 3, p, 3, 4),
+        sw(50, 4, 0, false, p),
+        // NUMA balancing, carried out by CPU 4's stopper: its own cause.
+        mv_numa(60, 4, 6),
+        mig_on(70, 4, p, 4, 6),
+        sw(80, 6, 0, false, p),
+        // Switched in exactly NEWIDLE_SWITCH_NS after the pull: newly idle.
+        sw(100, 6, p, true, 301),
+        mig_on(1_000, 7, p, 6, 7),
+        sw(1_000 + n, 7, 302, false, p),
+        // One nanosecond later: busy.
+        sw(2 * n, 7, p, true, 302),
+        mig_on(3 * n, 0, p, 7, 0),
+        sw(4 * n + 1, 0, 303, false, p),
+    ];
+    let r = analyze(&t, &e, &pids(&[p]), false, Window::of(&e), &|_| Some(0));
+    let x = &r[0];
+    assert_eq!((x.causes.load_balance, x.causes.numa_balancing), (4, 1));
+    assert_eq!(
+        x.balancing.unwrap(),
+        BalanceKinds {
+            busy: 1,
+            idle: 0,
+            newly_idle: 1,
+            pushed: 1,
+            unknown: 1,
+        }
+    );
+    // Cross-node: 0->2 (unknown), 3->4 (pushed), 7->0 (busy); 6->7 is
+    // within node 3.
+    assert_eq!(
+        x.cross_node_balancing.unwrap(),
+        BalanceKinds {
+            busy: 1,
+            pushed: 1,
+            unknown: 1,
+            ..Default::default()
+        }
+    );
+}
