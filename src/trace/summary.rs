@@ -1,7 +1,8 @@
 //! The human summary of a trace: per task, its migrations by topology level
-//! and cause, what NUMA balancing did, and where its time and memory were.
+//! and cause (load balancing's by the kind of balancing), what NUMA
+//! balancing did, and where its time and memory were.
 
-use super::analyze::{Causes, TaskTrace};
+use super::analyze::{BalanceKinds, Causes, TaskTrace};
 use super::record::TraceRecord;
 use crate::analysis::MigrationCounts;
 use crate::units::fmt_size;
@@ -53,6 +54,21 @@ fn causes_line(c: &Causes) -> String {
     )
 }
 
+fn kinds_line(k: &BalanceKinds) -> String {
+    format!(
+        "busy {}, idle {}, newly idle {}, pushed by a stopper {}{}",
+        k.busy,
+        k.idle,
+        k.newly_idle,
+        k.pushed,
+        if k.unknown > 0 {
+            format!(", unknown {}", k.unknown)
+        } else {
+            String::new()
+        }
+    )
+}
+
 fn task(out: &mut String, t: &TaskTrace, rec: &TraceRecord) {
     let mem = t
         .mem_node
@@ -74,12 +90,22 @@ fn task(out: &mut String, t: &TaskTrace, rec: &TraceRecord) {
     );
     if t.migrations.total > 0 {
         let _ = writeln!(out, "  causes: {}", causes_line(&t.causes));
+        if let Some(k) = t.balancing.filter(|k| k.total() > 0) {
+            let _ = writeln!(out, "  load balancing by kind: {}", kinds_line(&k));
+        }
         if t.migrations.cross_node > 0 {
             let _ = writeln!(
                 out,
                 "  cross-node causes: {}",
                 causes_line(&t.cross_node_causes)
             );
+            if let Some(k) = t.cross_node_balancing.filter(|k| k.total() > 0) {
+                let _ = writeln!(
+                    out,
+                    "  cross-node load balancing by kind: {}",
+                    kinds_line(&k)
+                );
+            }
         }
     }
     let n = &t.numa;
@@ -155,4 +181,71 @@ pub fn summary(rec: &TraceRecord) -> String {
         task(&mut out, t, rec);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::analyze::Window;
+
+    fn record(t: TaskTrace) -> TraceRecord {
+        TraceRecord {
+            schema: "numalab.trace/1".into(),
+            numalab_version: "test".into(),
+            source: "file".into(),
+            what: "t.txt".into(),
+            kernel: None,
+            topology_digest: "d".into(),
+            window: Window {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+            },
+            events: 10,
+            lost_events: 0,
+            missing_events: Vec::new(),
+            notes: Vec::new(),
+            pages: Default::default(),
+            tasks: vec![t],
+        }
+    }
+
+    #[test]
+    fn balancing_kinds_are_shown_where_the_task_was_balanced() {
+        let mut t = TaskTrace {
+            pid: 7,
+            ..Default::default()
+        };
+        t.migrations.total = 5;
+        t.migrations.cross_node = 2;
+        t.causes.load_balance = 5;
+        t.cross_node_causes.load_balance = 2;
+        t.balancing = Some(BalanceKinds {
+            busy: 1,
+            idle: 2,
+            newly_idle: 1,
+            pushed: 1,
+            unknown: 0,
+        });
+        t.cross_node_balancing = Some(BalanceKinds {
+            idle: 1,
+            unknown: 1,
+            ..Default::default()
+        });
+        let s = summary(&record(t.clone()));
+        assert!(
+            s.contains(
+                "  load balancing by kind: busy 1, idle 2, newly idle 1, pushed by a stopper 1\n"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("  cross-node load balancing by kind: busy 0, idle 1, newly idle 0, pushed by a stopper 0, unknown 1\n"),
+            "{s}"
+        );
+        // A trace read before the kinds were counted, or none balanced.
+        t.balancing = None;
+        t.cross_node_balancing = Some(BalanceKinds::default());
+        let s = summary(&record(t));
+        assert!(!s.contains("by kind"), "{s}");
+    }
 }
