@@ -46,12 +46,17 @@ fn causes_line(c: &Causes) -> String {
         c.load_balance,
         c.wakeup,
         c.numa_balancing,
-        if c.unknown > 0 {
-            format!(", unknown {}", c.unknown)
-        } else {
-            String::new()
-        }
+        unknown(c.unknown)
     )
+}
+
+/// `, unknown N` when some were.
+fn unknown(n: u64) -> String {
+    if n > 0 {
+        format!(", unknown {n}")
+    } else {
+        String::new()
+    }
 }
 
 fn kinds_line(k: &BalanceKinds) -> String {
@@ -61,11 +66,7 @@ fn kinds_line(k: &BalanceKinds) -> String {
         k.idle,
         k.newly_idle,
         k.pushed,
-        if k.unknown > 0 {
-            format!(", unknown {}", k.unknown)
-        } else {
-            String::new()
-        }
+        unknown(k.unknown)
     )
 }
 
