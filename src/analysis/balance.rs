@@ -8,6 +8,7 @@
 //! hold the simulator's account of *how* the probe moved against the
 //! kernel's (tests/lab_pnid_load.rs).
 
+pub use super::schedstat::Spans;
 use super::schedstat::{BalanceKind, Counters, LevelTotals};
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,17 @@ impl ByKind {
 
     pub fn total(&self) -> u64 {
         self.busy + self.idle + self.newly_idle
+    }
+}
+
+impl std::ops::Add for ByKind {
+    type Output = ByKind;
+    fn add(self, o: ByKind) -> ByKind {
+        ByKind {
+            busy: self.busy + o.busy,
+            idle: self.idle + o.idle,
+            newly_idle: self.newly_idle + o.newly_idle,
+        }
     }
 }
 
@@ -102,22 +114,15 @@ impl LevelBalance {
     }
 }
 
-/// A level's span sizes, in CPUs and in nodes (ascending distinct counts).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Spans {
-    pub cpus: Vec<usize>,
-    pub nodes: Vec<usize>,
-}
-
-/// The moves of a sample's levels that cross nodes, added up.
+/// The moves of some of a sample's levels, added up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct CrossNode {
+pub struct Moves {
     pub gained: ByKind,
     pub hot_gained: ByKind,
     pub active_pushed: u64,
 }
 
-impl CrossNode {
+impl Moves {
     pub fn moved(&self) -> u64 {
         self.gained.total() + self.active_pushed
     }
@@ -137,13 +142,7 @@ impl SampleBalance {
             source: Source::Schedstat,
             levels: levels
                 .iter()
-                .map(|l| {
-                    let spans = Spans {
-                        cpus: l.span_sizes.clone(),
-                        nodes: l.span_nodes.clone(),
-                    };
-                    LevelBalance::new(l.level, spans, &l.counters, true)
-                })
+                .map(|l| LevelBalance::new(l.level, l.spans.clone(), &l.counters, true))
                 .collect(),
         }
     }
@@ -162,26 +161,27 @@ impl SampleBalance {
         }
     }
 
-    /// The moves of every level that crosses nodes ([`LevelBalance::crosses_nodes`]),
-    /// added up; `None` when no level does (one node, or a record without
-    /// `span_nodes`).
-    pub fn cross_node(&self) -> Option<CrossNode> {
-        let add = |a: ByKind, b: ByKind| ByKind {
-            busy: a.busy + b.busy,
-            idle: a.idle + b.idle,
-            newly_idle: a.newly_idle + b.newly_idle,
-        };
+    /// The moves of the levels `which` keeps, added up; `None` when it
+    /// keeps none.
+    pub fn moves(&self, which: impl Fn(&LevelBalance) -> bool) -> Option<Moves> {
         self.levels
             .iter()
-            .filter(|l| l.crosses_nodes())
-            .fold(None, |acc: Option<CrossNode>, l| {
+            .filter(|l| which(l))
+            .fold(None, |acc: Option<Moves>, l| {
                 let a = acc.unwrap_or_default();
-                Some(CrossNode {
-                    gained: add(a.gained, l.gained),
-                    hot_gained: add(a.hot_gained, l.hot_gained),
+                Some(Moves {
+                    gained: a.gained + l.gained,
+                    hot_gained: a.hot_gained + l.hot_gained,
                     active_pushed: a.active_pushed + l.active_pushed,
                 })
             })
+    }
+
+    /// The moves of every level that crosses nodes ([`LevelBalance::crosses_nodes`]),
+    /// added up; `None` when no level does (one node, or a record without
+    /// `span_nodes`).
+    pub fn cross_node(&self) -> Option<Moves> {
+        self.moves(LevelBalance::crosses_nodes)
     }
 }
 

@@ -309,55 +309,65 @@ pub fn delta(before: &Schedstat, after: &Schedstat) -> Result<Vec<DomainStats>, 
         .collect()
 }
 
-/// The counters of every CPU's domain at one level added up, with the CPU
-/// counts of the spans seen there (one size on a symmetric machine) and
-/// their node counts.
+/// A domain level's span sizes, in CPUs and in nodes: the distinct counts
+/// met, ascending. Built the same way from /proc/schedstat ([`by_level`])
+/// and from the simulator's domains.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spans {
+    pub cpus: Vec<usize>,
+    /// Empty when no CPU's node was known. A level whose spans all hold two
+    /// or more moves tasks between nodes: its groups are the level below's
+    /// spans, each within a node or a set of nodes.
+    pub nodes: Vec<usize>,
+}
+
+impl Spans {
+    /// Notes one span of `cpus` CPUs on `nodes` nodes (0: not known).
+    pub fn note(&mut self, cpus: usize, nodes: usize) {
+        if !self.cpus.contains(&cpus) {
+            self.cpus.push(cpus);
+        }
+        if nodes > 0 && !self.nodes.contains(&nodes) {
+            self.nodes.push(nodes);
+        }
+    }
+
+    /// Both lists ascending, once every span is noted.
+    pub fn sort(&mut self) {
+        self.cpus.sort_unstable();
+        self.nodes.sort_unstable();
+    }
+}
+
+/// The counters of every CPU's domain at one level added up, with the
+/// sizes of the spans seen there (one size on a symmetric machine).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LevelTotals {
     pub level: usize,
-    pub span_sizes: Vec<usize>,
-    /// How many nodes each span holds, the distinct counts ascending
-    /// (empty when `node_of` knew none of the CPUs). A level whose spans
-    /// all hold two or more moves tasks between nodes: its groups are the
-    /// level below's spans, each within a node or a set of nodes.
-    pub span_nodes: Vec<usize>,
+    pub spans: Spans,
     pub counters: Counters,
 }
 
 /// Sums `domains` per level, lowest first; `node_of` gives a CPU's node.
 pub fn by_level(domains: &[DomainStats], node_of: impl Fn(u32) -> Option<u32>) -> Vec<LevelTotals> {
-    struct Acc {
-        sizes: Vec<usize>,
-        nodes: Vec<usize>,
-        sum: [u64; 30],
-    }
-    let mut out: BTreeMap<usize, Acc> = BTreeMap::new();
+    let mut out: BTreeMap<usize, (Spans, [u64; 30])> = BTreeMap::new();
     for d in domains {
-        let acc = out.entry(d.level).or_insert_with(|| Acc {
-            sizes: Vec::new(),
-            nodes: Vec::new(),
-            sum: [0; 30],
-        });
-        if !acc.sizes.contains(&d.span.len()) {
-            acc.sizes.push(d.span.len());
-        }
+        let (spans, sum) = out
+            .entry(d.level)
+            .or_insert_with(|| (Spans::default(), [0; 30]));
         let nodes: std::collections::BTreeSet<u32> = d.span.iter().filter_map(&node_of).collect();
-        if !nodes.is_empty() && !acc.nodes.contains(&nodes.len()) {
-            acc.nodes.push(nodes.len());
-        }
-        for (s, x) in acc.sum.iter_mut().zip(d.counters.fields()) {
+        spans.note(d.span.len(), nodes.len());
+        for (s, x) in sum.iter_mut().zip(d.counters.fields()) {
             *s += x;
         }
     }
     out.into_iter()
-        .map(|(level, mut acc)| {
-            acc.sizes.sort_unstable();
-            acc.nodes.sort_unstable();
+        .map(|(level, (mut spans, sum))| {
+            spans.sort();
             LevelTotals {
                 level,
-                span_sizes: acc.sizes,
-                span_nodes: acc.nodes,
-                counters: Counters::from_fields(&acc.sum),
+                spans,
+                counters: Counters::from_fields(&sum),
             }
         })
         .collect()

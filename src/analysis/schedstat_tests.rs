@@ -19,13 +19,13 @@ fn both_versions_read_with_their_own_column_order() {
         assert_eq!(s.domains.len(), 8, "4 CPUs x 2 domains");
         let levels = by_level(&s.domains, two_per_node);
         assert_eq!(levels.len(), 2);
-        assert_eq!(levels[0].span_sizes, vec![2], "a node's two CPUs");
-        assert_eq!(levels[0].span_nodes, vec![1]);
-        assert_eq!(levels[1].span_sizes, vec![4], "the NUMA domain");
-        assert_eq!(levels[1].span_nodes, vec![2]);
+        assert_eq!(levels[0].spans.cpus, vec![2], "a node's two CPUs");
+        assert_eq!(levels[0].spans.nodes, vec![1]);
+        assert_eq!(levels[1].spans.cpus, vec![4], "the NUMA domain");
+        assert_eq!(levels[1].spans.nodes, vec![2]);
         // A CPU whose node is unknown counts in no span's nodes.
         let none = by_level(&s.domains, |_| None);
-        assert!(none.iter().all(|l| l.span_nodes.is_empty()));
+        assert!(none.iter().all(|l| l.spans.nodes.is_empty()));
     }
     // cpu0 domain0 of version 16: busy, idle, newly idle.
     // "3 23 23 0 0 0 0 0 23 57 57 0 0 0 0 0 57 14 14 0 ... 6 1 0"

@@ -12,7 +12,7 @@
 
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
 use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
-use crate::analysis::balance::{LevelBalance, SampleBalance};
+use crate::analysis::balance::{Moves, SampleBalance, Spans};
 use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
     Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
@@ -58,6 +58,8 @@ use crate::sim::kernel_label;
 
 pub struct Sim {
     sim: Simulator,
+    /// The machine's domain spans per level, for the `balance` records.
+    level_spans: Vec<Spans>,
     source: String,
     topo: Topology,
     threads: usize,
@@ -80,6 +82,7 @@ impl Sim {
         let period = spec.load_period_ms * 1e6;
         let (phases, seed) = (spec.load_phases, spec.seed);
         Ok(Sim {
+            level_spans: machine.level_spans(),
             sim: Simulator::new(machine, profile, spec.load, period, phases, seed),
             source: source.to_string(),
             topo: topo.clone(),
@@ -342,15 +345,15 @@ impl Sim {
         };
         let balance = spec
             .trace
-            .then(|| SampleBalance::from_sim(&res.balance, &m.level_spans()));
+            .then(|| SampleBalance::from_sim(&res.balance, &self.level_spans));
         let trace = balance.as_ref().map(|bal| {
             let mut causes = Causes::default();
             let mut cross = Causes::default();
             // The trace's kinds of balancing are the counters' (each of the
             // probe's balancing moves is counted once, at one level); an
             // affinity move is the stopper's, as a host trace shows it.
-            let mut kinds = sim_kinds(bal.levels.iter());
-            let mut cross_kinds = sim_kinds(bal.levels.iter().filter(|l| l.crosses_nodes()));
+            let mut kinds = sim_kinds(bal.moves(|_| true));
+            let mut cross_kinds = sim_kinds(bal.cross_node());
             for mv in &res.moves {
                 let c = match mv.cause {
                     Cause::NumaBalancing => &mut causes.numa_balancing,
@@ -412,16 +415,16 @@ impl Sim {
     }
 }
 
-/// The balancing moves the counters of `levels` hold, as a trace counts
-/// them by kind.
-fn sim_kinds<'a>(levels: impl Iterator<Item = &'a LevelBalance>) -> BalanceKinds {
-    levels.fold(BalanceKinds::default(), |k, l| BalanceKinds {
-        busy: k.busy + l.gained.busy,
-        idle: k.idle + l.gained.idle,
-        newly_idle: k.newly_idle + l.gained.newly_idle,
-        pushed: k.pushed + l.active_pushed,
+/// Balancing moves the simulator counted, as a trace counts them by kind.
+fn sim_kinds(moves: Option<Moves>) -> BalanceKinds {
+    let m = moves.unwrap_or_default();
+    BalanceKinds {
+        busy: m.gained.busy,
+        idle: m.gained.idle,
+        newly_idle: m.gained.newly_idle,
+        pushed: m.active_pushed,
         unknown: 0,
-    })
+    }
 }
 
 /// A sample's seed from the run's seed, its row and its index.

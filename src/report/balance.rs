@@ -32,7 +32,7 @@ pub struct BalanceRow {
 /// The row's cross-node balancing, `None` when no sample has it (untraced,
 /// one node, a kernel without schedstats, records from before it).
 pub fn balance_row(samples: &[&SampleRecord]) -> Option<BalanceRow> {
-    let got: Vec<(Source, crate::analysis::balance::CrossNode)> = samples
+    let got: Vec<(Source, crate::analysis::balance::Moves)> = samples
         .iter()
         .filter_map(|s| {
             let b = s.balance.as_ref()?;
@@ -41,7 +41,7 @@ pub fn balance_row(samples: &[&SampleRecord]) -> Option<BalanceRow> {
         .collect();
     let (source, _) = *got.first()?;
     let n = got.len() as f64;
-    let m = |f: &dyn Fn(&crate::analysis::balance::CrossNode) -> u64| {
+    let m = |f: &dyn Fn(&crate::analysis::balance::Moves) -> u64| {
         got.iter().map(|(_, x)| f(x) as f64).sum::<f64>() / n
     };
     Some(BalanceRow {

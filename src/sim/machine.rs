@@ -10,6 +10,7 @@
 //! whether the child prefers siblings, and imb_numa_nr
 //! (build_sched_domains' NUMA imbalance allowance).
 
+use crate::analysis::schedstat::Spans;
 use crate::topology::{Relation, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -180,29 +181,19 @@ impl Machine {
     /// The CPU and node counts of each domain level's spans, ascending,
     /// lowest level first (as /proc/schedstat's levels: a CPU's Nth domain
     /// is level N).
-    pub fn level_spans(&self) -> Vec<crate::analysis::balance::Spans> {
-        let mut out: Vec<crate::analysis::balance::Spans> = Vec::new();
+    pub fn level_spans(&self) -> Vec<Spans> {
+        let mut out: Vec<Spans> = Vec::new();
         for doms in &self.cpu_domains {
             for (level, &d) in doms.iter().enumerate() {
                 if out.len() <= level {
                     out.resize(level + 1, Default::default());
                 }
                 let span = self.span(self.domains[d].span);
-                let nodes: std::collections::BTreeSet<usize> =
-                    span.iter().map(|&c| self.node[c]).collect();
-                let l = &mut out[level];
-                if !l.cpus.contains(&span.len()) {
-                    l.cpus.push(span.len());
-                }
-                if !l.nodes.contains(&nodes.len()) {
-                    l.nodes.push(nodes.len());
-                }
+                let nodes: BTreeSet<usize> = span.iter().map(|&c| self.node[c]).collect();
+                out[level].note(span.len(), nodes.len());
             }
         }
-        for l in &mut out {
-            l.cpus.sort_unstable();
-            l.nodes.sort_unstable();
-        }
+        out.iter_mut().for_each(Spans::sort);
         out
     }
 
