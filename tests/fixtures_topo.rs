@@ -49,6 +49,7 @@ fn every_captured_topology_matches_its_guest() {
         "2node-offline",
         "2node-cpuset",
         "4node-smt",
+        "2node-smt",
         "8node-dl980",
         "memonly",
         "interleaved",

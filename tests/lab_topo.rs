@@ -121,6 +121,11 @@ fn four_nodes_with_smt() {
 }
 
 #[test]
+fn two_nodes_of_two_smt_cores() {
+    boot_and_check("2node-smt", "", &[]);
+}
+
+#[test]
 fn eight_nodes_with_the_dl980_distances() {
     boot_and_check("8node-dl980", "", &[]);
 }

@@ -285,7 +285,13 @@ impl Numa {
         let last = self.last_nid[page];
         self.last_nid[page] = cpu_node as u8;
         let mut mem_node = node;
-        if !local && (last == UNSET || last as usize == cpu_node) {
+        // should_numa_migrate_memory(): every fault here is private (the
+        // probe is the only task touching its pages). Early in the task's
+        // life (no preferred node yet, or the task's scan sequence at most
+        // 4) a private fault migrates at once; later only the second of two
+        // faults in a row from the same node does (the two-stage filter).
+        let early = self.preferred.is_none() || self.task_seq <= 4;
+        if !local && (early || last == UNSET || last as usize == cpu_node) {
             self.place(page, cpu_node);
             mem_node = cpu_node;
             self.pages_migrated += self.base_per_page;
@@ -410,16 +416,35 @@ mod tests {
     }
 
     #[test]
-    fn floating_pages_follow_the_task_after_two_faults() {
+    fn early_in_the_tasks_life_a_private_fault_migrates_at_once() {
+        // Regression: model 4 applied the two-stage filter from the first
+        // scan; should_numa_migrate_memory() skips it while the task has no
+        // preferred node or its scan sequence is at most 4.
         let mut n = Numa::new(knobs(), 2, 100, 0, 1, &MemPolicy::Float, None);
         (0..100).for_each(|p| n.place(p, 0));
         n.last_nid.iter_mut().for_each(|p| *p = 0);
         let o = n.scan(1e9, 1);
-        assert_eq!(o.migrated, 0, "first fault from node 1 only records it");
-        let o = n.scan(2e9, 1);
-        assert_eq!(o.migrated, 100);
+        assert_eq!(o.migrated, 100, "last fault from node 0, migrated anyway");
         assert_eq!(n.buffer_pages_per_node(), &[0, 100]);
         assert_eq!(n.preferred, Some(1));
+    }
+
+    #[test]
+    fn later_floating_pages_follow_the_task_after_two_faults() {
+        let mut n = Numa::new(knobs(), 2, 100, 0, 1, &MemPolicy::Float, None);
+        (0..100).for_each(|p| n.place(p, 0));
+        // Six passes from node 0: a preferred node and scan sequence 6.
+        let mut t = 1e9;
+        for _ in 0..6 {
+            assert_eq!(n.scan(t, 0).migrated, 0);
+            t += 1e9;
+        }
+        assert_eq!((n.preferred, n.task_seq), (Some(0), 6));
+        let o = n.scan(t, 1);
+        assert_eq!(o.migrated, 0, "first fault from node 1 only records it");
+        let o = n.scan(t + 1e9, 1);
+        assert_eq!(o.migrated, 100);
+        assert_eq!(n.buffer_pages_per_node(), &[0, 100]);
     }
 
     #[test]
