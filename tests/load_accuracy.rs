@@ -14,6 +14,7 @@
 //! three such windows the check is skipped, visibly.
 
 use numalab::load::procstat;
+use numalab::sys::affinity::{parse_stat_cpu, parse_stat_cpu_ticks};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -35,15 +36,8 @@ fn threads(pid: u32) -> BTreeMap<u32, (u32, u64)> {
         let Ok(text) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
         };
-        // Fields after the command name, which may hold spaces: state is
-        // field 3, utime 14, stime 15, processor 39.
-        let Some(rest) = text.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let num = |field: usize| f.get(field - 3).and_then(|v| v.parse::<u64>().ok());
-        if let (Some(u), Some(s), Some(cpu)) = (num(14), num(15), num(39)) {
-            out.insert(tid, (cpu as u32, u + s));
+        if let (Some(cpu), Some(ticks)) = (parse_stat_cpu(&text), parse_stat_cpu_ticks(&text)) {
+            out.insert(tid, (cpu, ticks));
         }
     }
     out

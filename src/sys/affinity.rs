@@ -52,6 +52,14 @@ pub fn parse_stat_cpu(text: &str) -> Option<u32> {
     stat_fields(text)?.get(39 - 3)?.parse().ok()
 }
 
+/// A task's CPU time so far, user plus system (fields 14 and 15 of a
+/// `stat` text), in USER_HZ ticks as /proc/stat counts them.
+pub fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
+    let f = stat_fields(text)?;
+    let (u, s): (u64, u64) = (f.get(14 - 3)?.parse().ok()?, f.get(15 - 3)?.parse().ok()?);
+    Some(u + s)
+}
+
 /// Reads thread `tid` of process `tgid`: its start time and whether it is a
 /// kernel thread; `None` when it does not exist (any more).
 pub fn task_stat(sys: &SysRoot, tgid: i32, tid: i32) -> Option<(u64, bool)> {
@@ -208,6 +216,12 @@ mod tests {
             .collect();
         assert_eq!(parse_stat_cpu(&format!("1 (x y) {}", f.join(" "))), Some(7));
         assert_eq!(parse_stat_cpu("1 (x) S 1"), None);
+        // utime (field 14) + stime (field 15).
+        assert_eq!(
+            parse_stat_cpu_ticks(&format!("1 (x y) {}", f.join(" "))),
+            Some(29)
+        );
+        assert_eq!(parse_stat_cpu_ticks("1 (x) S 1"), None);
     }
 
     #[test]
