@@ -77,6 +77,18 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
             .sum();
         assert_eq!(total, by_cause, "every move has a cause");
         assert!(rec["probe"]["timing"]["total_ns"].as_u64().unwrap() > 0);
+        // The loop's wall time is all running or waiting (the sim charges
+        // nothing else; the sum is the loop's only while running does not
+        // exceed it), and under 60% load some of it is waiting.
+        let c = &rec["probe"]["cpu_time"];
+        assert_eq!(c["source"], "sim", "{c}");
+        let (run, wait) = (
+            c["run_ns"].as_u64().unwrap(),
+            c["wait_ns"].as_u64().unwrap(),
+        );
+        let loop_ns = rec["probe"]["timing"]["total_ns"].as_u64().unwrap();
+        assert_eq!(run + wait, loop_ns, "{c}");
+        assert!(wait > 0 && wait < run, "{c}");
         // The load balancer's counters account for its moves: each pull
         // or push once, at the level whose domain spans both CPUs, so the
         // NUMA level (the last) has every cross-node one. A pinned row's

@@ -108,6 +108,15 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
         p.migrations.cross_node = i as u64;
         p.observation.kernel_migrations = Some(2 * i as u64 + 1);
         p.residency.on_mem_node_pct = Some(100.0 - 10.0 * i as f64);
+        // Waiting 4%, 8%, 12% of the loop (sample 0, 1, 2).
+        let all = p.timing.total_ns;
+        let wait = all / 25 * (i as u64 + 1);
+        p.cpu_time = Some(numalab::probe::record::CpuTime {
+            source: "schedstat".into(),
+            run_ns: all - wait,
+            wait_ns: wait,
+            timeslices: Some(10 * i as u64 + 3),
+        });
         let mut rec = SampleRecord {
             schema: SAMPLE_SCHEMA.into(),
             row,

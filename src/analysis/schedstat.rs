@@ -373,6 +373,30 @@ pub fn by_level(domains: &[DomainStats], node_of: impl Fn(u32) -> Option<u32>) -
         .collect()
 }
 
+/// One task's own line, `/proc/PID[/task/TID]/schedstat` (CONFIG_SCHED_INFO):
+/// `proc_pid_schedstat()` in fs/proc/base.c prints `sum_exec_runtime`,
+/// `run_delay` and `pcount`, cumulative over the task's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSchedstat {
+    /// Time on a CPU, ns.
+    pub run_ns: u64,
+    /// Time runnable on a runqueue but not running, ns.
+    pub wait_ns: u64,
+    /// Times the task was put on a CPU.
+    pub timeslices: u64,
+}
+
+/// `"<run_ns> <wait_ns> <timeslices>\n"`; `None` for anything else.
+pub fn parse_task_schedstat(text: &str) -> Option<TaskSchedstat> {
+    let mut it = text.split_whitespace().map(|v| v.parse::<u64>());
+    let t = TaskSchedstat {
+        run_ns: it.next()?.ok()?,
+        wait_ns: it.next()?.ok()?,
+        timeslices: it.next()?.ok()?,
+    };
+    it.next().is_none().then_some(t)
+}
+
 #[cfg(test)]
 #[path = "schedstat_tests.rs"]
 mod tests;

@@ -110,3 +110,12 @@ fn a_delta_is_the_growth_per_domain_and_sums_per_level() {
     moved.domains[0].span = IdSet::parse("0").unwrap();
     assert!(delta(&before, &moved).unwrap_err().contains("changed"));
 }
+
+#[test]
+fn a_tasks_schedstat_line_has_exactly_three_counters() {
+    let t = parse_task_schedstat("5000 1200 10\n").unwrap();
+    assert_eq!((t.run_ns, t.wait_ns, t.timeslices), (5000, 1200, 10));
+    assert_eq!(parse_task_schedstat("1 2\n"), None);
+    assert_eq!(parse_task_schedstat("1 2 3 4\n"), None);
+    assert_eq!(parse_task_schedstat("1 x 3\n"), None);
+}

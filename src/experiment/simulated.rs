@@ -15,7 +15,8 @@ use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::analysis::balance::{Moves, SampleBalance, Spans};
 use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
-    Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
+    CpuTime, Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport,
+    Timing,
 };
 use crate::probe::{pnid, ProbeSpec, ThpMode};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
@@ -244,6 +245,9 @@ impl Sim {
         let start_first = segments(&res.run_ns_loop, res.loop_start_cpu);
         let residency = analysis::residency(&self.topo, mem_node, &start_first);
         let total_ns: u64 = res.iterations_ns.iter().sum();
+        // The loop's time on a CPU (a shared CPU counts half: the engine
+        // splits it evenly); the rest of its wall time the probe waited.
+        let loop_run_ns: u64 = res.run_ns_loop.iter().sum();
         let accesses = ss.accesses_per_iteration * ss.iterations as u64;
         let seen: crate::idset::IdSet = res
             .run_ns
@@ -341,6 +345,12 @@ impl Sim {
                     ("numa_pages_migrated".to_string(), res.numa_pages_migrated),
                 ]),
                 notes: Vec::new(),
+            }),
+            cpu_time: Some(CpuTime {
+                source: "sim".into(),
+                run_ns: loop_run_ns,
+                wait_ns: total_ns.saturating_sub(loop_run_ns),
+                timeslices: None,
             }),
         };
         let balance = spec

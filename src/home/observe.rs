@@ -31,20 +31,12 @@ pub fn children(sys: &SysRoot, pid: i32, tid: i32) -> Option<Vec<i32>> {
     )
 }
 
-/// (time on CPU, time waiting on a runqueue) in ns, from `schedstat`.
-pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
-    let mut w = text.split_whitespace();
-    let run = w.next()?.parse().ok()?;
-    let delay = w.next()?.parse().ok()?;
-    Some((run, delay))
-}
-
 /// Thread `tid`'s run and wait times; `None` when it is gone.
 pub fn schedstat(sys: &SysRoot, pid: i32, tid: i32) -> Option<(u64, u64)> {
     let text = sys
         .read_opt(&format!("proc/{pid}/task/{tid}/schedstat"))
         .ok()??;
-    parse_schedstat(&text)
+    crate::analysis::schedstat::parse_task_schedstat(&text).map(|t| (t.run_ns, t.wait_ns))
 }
 
 /// The CPU thread `tid` last ran on (`stat` field 39); `None` when gone.

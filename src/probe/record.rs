@@ -34,6 +34,37 @@ pub struct ProbeRecord {
     /// /proc gave none (and in records written before the field existed).
     #[serde(default)]
     pub numa: Option<NumaReport>,
+    /// How the timed loop's wall time split between running and waiting
+    /// for a CPU; `None` when the kernel does not say (no
+    /// CONFIG_SCHED_INFO) and in records written before the field existed.
+    #[serde(default)]
+    pub cpu_time: Option<CpuTime>,
+}
+
+/// The timed loop's time on and off a CPU. On a host, the deltas of
+/// /proc/thread-self/schedstat (`sum_exec_runtime`, `run_delay`, `pcount`:
+/// `proc_pid_schedstat()` in fs/proc/base.c) read just before the loop's
+/// first pass and just after its last. Time the probe neither ran nor
+/// waited runnable (it never sleeps in the loop) is what is left of the
+/// wall time: interrupts and steal not charged to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTime {
+    /// `"schedstat"` (the kernel's accounting of this thread) or `"sim"`.
+    pub source: String,
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting behind another task (`run_delay`).
+    pub wait_ns: u64,
+    /// Times the probe was put on a CPU (`pcount`); `None` from the sim.
+    pub timeslices: Option<u64>,
+}
+
+impl CpuTime {
+    /// Waiting as a share of running plus waiting, in %.
+    pub fn wait_pct(&self) -> Option<f64> {
+        let all = self.run_ns + self.wait_ns;
+        (all > 0).then(|| self.wait_ns as f64 * 100.0 / all as f64)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,10 +3,11 @@
 use super::kernels::Kernel;
 use super::observe::Observer;
 use super::record::{
-    Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport, Timing,
-    SCHEMA,
+    CpuTime, Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport,
+    Timing, SCHEMA,
 };
 use super::{CpuPlacement, MemPlacement, ThpMode, Validated};
+use crate::analysis::schedstat::{parse_task_schedstat, TaskSchedstat};
 use crate::analysis::{
     classify, parse_proc_sched_numa, parse_vmstat_numa, residency, vmstat_delta,
 };
@@ -94,6 +95,7 @@ pub fn run(
     let mut iterations_ns = Vec::with_capacity(spec.counts as usize);
     let mut checksum = 0u64;
     obs.check();
+    let sched_start = read_schedstat();
     let loop_start_ns = obs.now_ns();
     let loop_start = Instant::now();
     let min_time = std::time::Duration::from_nanos(spec.min_time_ns.unwrap_or(0));
@@ -113,6 +115,7 @@ pub fn run(
         i += 1;
     }
     let total_ns = loop_start.elapsed().as_nanos() as u64;
+    let sched_end = read_schedstat();
     let loop_end_ns = loop_start_ns + total_ns;
     let observation = obs.finish();
     let checksum = std::hint::black_box(checksum);
@@ -230,6 +233,30 @@ pub fn run(
             changes: observation.changes,
         },
         numa,
+        cpu_time: match (sched_start, sched_end) {
+            (Some(a), Some(b)) => cpu_time(a, b),
+            _ => None,
+        },
+    })
+}
+
+/// This thread's /proc/thread-self/schedstat; `None` without the file (a
+/// kernel without CONFIG_SCHED_INFO) or when it does not parse.
+fn read_schedstat() -> Option<TaskSchedstat> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| parse_task_schedstat(&t))
+}
+
+/// The loop's share of the two readings. A kernel that keeps no
+/// sched_info (the counters stand still although the loop ran) says
+/// nothing: `None`, rather than a probe that never ran.
+fn cpu_time(a: TaskSchedstat, b: TaskSchedstat) -> Option<CpuTime> {
+    (b.run_ns > a.run_ns).then(|| CpuTime {
+        source: "schedstat".into(),
+        run_ns: b.run_ns - a.run_ns,
+        wait_ns: b.wait_ns.saturating_sub(a.wait_ns),
+        timeslices: Some(b.timeslices.saturating_sub(a.timeslices)),
     })
 }
 
@@ -315,5 +342,41 @@ impl NumaStart {
             vmstat_delta,
             notes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_readings_give_the_loops_share() {
+        let a = parse_task_schedstat("1000 200 3\n").unwrap();
+        let b = parse_task_schedstat("5000 1200 10\n").unwrap();
+        let c = cpu_time(a, b).unwrap();
+        assert_eq!((c.run_ns, c.wait_ns, c.timeslices), (4000, 1000, Some(7)));
+        assert_eq!(c.wait_pct(), Some(20.0));
+        // Counters that stood still: the kernel keeps none.
+        assert_eq!(cpu_time(a, a), None);
+    }
+
+    #[test]
+    fn this_threads_schedstat_counts_time_it_ran() {
+        let Some(a) = read_schedstat() else {
+            eprintln!("SKIP: no /proc/thread-self/schedstat (kernel without CONFIG_SCHED_INFO)");
+            return;
+        };
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 30 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = read_schedstat().unwrap();
+        let c = cpu_time(a, b).expect("30 ms of spinning are counted");
+        assert!(c.run_ns >= 10_000_000, "{c:?}");
+        assert!(
+            c.run_ns + c.wait_ns <= 2 * t.elapsed().as_nanos() as u64,
+            "{c:?}"
+        );
     }
 }

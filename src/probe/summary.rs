@@ -1,6 +1,6 @@
 //! The human summary of a probe record.
 
-use super::record::{NumaReport, ProbeRecord};
+use super::record::{CpuTime, NumaReport, ProbeRecord};
 use super::{CpuPlacement, MemPlacement};
 use crate::analysis::MigrationCounts;
 use crate::topology::Topology;
@@ -182,10 +182,26 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
     } else {
         out.push_str("self-observation: off (--observe-every 0)\n");
     }
+    if let Some(c) = &r.cpu_time {
+        out.push_str(&cpu_time_line(c));
+    }
     if let Some(n) = &r.numa {
         out.push_str(&numa_lines(n));
     }
     out
+}
+
+/// `cpu: ran 9.800 s, waited 0.200 s for a CPU (2.0%), 412 timeslices`.
+pub fn cpu_time_line(c: &CpuTime) -> String {
+    format!(
+        "cpu: ran {}, waited {} for a CPU ({:.1}%){}\n",
+        secs(c.run_ns),
+        secs(c.wait_ns),
+        c.wait_pct().unwrap_or(0.0),
+        c.timeslices
+            .map(|n| format!(", {n} timeslices"))
+            .unwrap_or_default()
+    )
 }
 
 /// One line of the kernel's NUMA-balancing statistics (and one of notes,

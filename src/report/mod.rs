@@ -8,7 +8,9 @@
 //! as the RFC's table gives it. Beyond the RFC's columns: the 95% confidence
 //! interval of the mean, the mean cross-node migrations per sample (sampled
 //! by the probe), the mean kernel-counted migrations, the mean share of time
-//! on the memory's node, and a `noisy` flag on rows whose coefficient of
+//! on the memory's node, the mean share of the loop spent waiting for a CPU
+//! (behind the load, on a host as the kernel's schedstat counts it), and a
+//! `noisy` flag on rows whose coefficient of
 //! variation exceeds [`NOISY_CV`].
 //!
 //! Records that are in the file but not counted (duplicates, unplanned
@@ -50,6 +52,9 @@ pub struct RowStats {
     pub cross_node_mean: Option<f64>,
     pub kernel_migrations_mean: Option<f64>,
     pub on_mem_node_pct_mean: Option<f64>,
+    /// The timed loop's time waiting for a CPU, as % of its time running
+    /// or waiting (`cpu_time`), over the samples that have it.
+    pub wait_pct_mean: Option<f64>,
     pub noisy: bool,
     pub placement_mismatches: usize,
     /// Samples whose knobs (numa_balancing, migration_cost_ns) changed
@@ -96,6 +101,10 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                 .iter()
                 .filter_map(|s| s.probe.residency.on_mem_node_pct)
                 .collect();
+            let wait: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| s.probe.cpu_time.as_ref().and_then(|c| c.wait_pct()))
+                .collect();
             RowStats {
                 n: mine.len(),
                 noisy: time.as_ref().is_some_and(|t| t.n >= 2 && t.cv > NOISY_CV),
@@ -103,6 +112,7 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
                 cross_node_mean: mean(&cross),
                 kernel_migrations_mean: mean(&kern),
                 on_mem_node_pct_mean: mean(&on),
+                wait_pct_mean: mean(&wait),
                 placement_mismatches: mine
                     .iter()
                     .filter(|s| !s.probe.placement.matches_request)

@@ -77,6 +77,8 @@ pub struct ReportRow {
     pub traced_cross_lb_newly_idle: Option<f64>,
     pub traced_cross_lb_pushed: Option<f64>,
     pub traced_cross_lb_unknown: Option<f64>,
+    /// The loop's time waiting for a CPU, % of running plus waiting.
+    pub wait_pct_mean: Option<f64>,
 }
 
 impl ReportRow {
@@ -144,6 +146,7 @@ impl ReportRow {
             traced_cross_lb_newly_idle: kf(|k| k.newly_idle),
             traced_cross_lb_pushed: kf(|k| k.pushed),
             traced_cross_lb_unknown: kf(|k| k.unknown),
+            wait_pct_mean: s.wait_pct_mean,
         }
     }
 
@@ -229,7 +232,7 @@ pub fn rfc_table(stats: &[RowStats]) -> Table {
 
 /// What the RFC's table lacked, for the rows that run: n, the CI, the
 /// precision reached (CI as % of the mean), with `adaptive` why the row
-/// stopped, moves, time on the memory's node, flags.
+/// stopped, moves, time on the memory's node, time waiting for a CPU, flags.
 pub fn extra_table(rows: &[ReportRow], adaptive: bool) -> Table {
     let mut t = Table::new()
         .left("Row")
@@ -243,6 +246,7 @@ pub fn extra_table(rows: &[ReportRow], adaptive: bool) -> Table {
         .right("xnode/sample")
         .right("migr/sample")
         .right("on-mem-node")
+        .right("waiting")
         .left("flags");
     for r in rows.iter().filter(|r| r.skipped.is_none()) {
         let mut cells = vec![
@@ -259,6 +263,7 @@ pub fn extra_table(rows: &[ReportRow], adaptive: bool) -> Table {
             num(r.kernel_migrations_mean, 1, "-"),
             r.on_mem_node_pct_mean
                 .map_or("-".into(), |p| format!("{p:.1}%")),
+            r.wait_pct_mean.map_or("-".into(), |p| format!("{p:.1}%")),
             r.flags().join(" "),
         ]);
         t.row(cells);
@@ -288,6 +293,7 @@ pub fn markdown_table(rows: &[ReportRow], adaptive: bool) -> Table {
         .right("x-node/sample")
         .right("migr/sample")
         .right("on mem node")
+        .right("waiting for CPU")
         .left("notes");
     for r in rows {
         let f = |v: Option<f64>, p| num(v, p, "");
@@ -326,6 +332,9 @@ pub fn markdown_table(rows: &[ReportRow], adaptive: bool) -> Table {
             f(r.cross_node_mean, 1),
             f(r.kernel_migrations_mean, 1),
             r.on_mem_node_pct_mean
+                .map(|p| format!("{p:.1}%"))
+                .unwrap_or_default(),
+            r.wait_pct_mean
                 .map(|p| format!("{p:.1}%"))
                 .unwrap_or_default(),
             notes.join(", "),
