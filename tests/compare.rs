@@ -77,6 +77,14 @@ fn write_traced_run(
         for (i, t) in times(&row.params()).into_iter().enumerate() {
             let mut p = probe.clone();
             p.timing.total_ns = (t * 1e9).round() as u64;
+            // Waiting a quarter of the loop, a fifth with a cross-node move.
+            let wait = p.timing.total_ns / (4 + cross_node);
+            p.cpu_time = Some(numalab::probe::record::CpuTime {
+                source: "schedstat".into(),
+                run_ns: p.timing.total_ns - wait,
+                wait_ns: wait,
+                timeslices: Some(7),
+            });
             let rec = SampleRecord {
                 schema: SAMPLE_SCHEMA.into(),
                 row: row.id,

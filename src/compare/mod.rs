@@ -141,6 +141,8 @@ pub struct Side {
     pub cross_node: Option<f64>,
     /// Mean % of time on the memory's node.
     pub on_mem_node_pct: Option<f64>,
+    /// Mean % of the timed loop spent waiting for a CPU (`cpu_time`).
+    pub wait_pct: Option<f64>,
 }
 
 /// One OTHER run against BASE on one row.
@@ -230,6 +232,10 @@ fn side(row: usize, recs: &[&SampleRecord], traced: bool) -> Option<(Side, Sampl
                 .collect(),
         )
     };
+    let wait: Vec<f64> = recs
+        .iter()
+        .filter_map(|s| s.probe.cpu_time.as_ref().and_then(|c| c.wait_pct()))
+        .collect();
     let s = Side {
         row,
         n: sample.len(),
@@ -237,6 +243,7 @@ fn side(row: usize, recs: &[&SampleRecord], traced: bool) -> Option<(Side, Sampl
         ci95_s: sample.ci95_half_width(),
         cross_node: mean(&cross),
         on_mem_node_pct: mean(&on),
+        wait_pct: mean(&wait),
     };
     Some((s, sample))
 }

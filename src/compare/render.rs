@@ -43,6 +43,9 @@ fn legend(c: &Comparison) -> Vec<String> {
             "xnode: mean cross-node moves per sample; on-mem: mean % of time on the \
              memory's node; BASE>OTHER, from {source}."
         ),
+        "waiting: mean % of the timed loop the probe waited for a CPU (its schedstat \
+         run_delay; the sim's own account), BASE>OTHER."
+            .into(),
     ]
 }
 
@@ -79,7 +82,8 @@ fn table(c: &Comparison, run: usize) -> Table {
         .right("p")
         .right("g")
         .right("xnode")
-        .right("on-mem");
+        .right("on-mem")
+        .right("waiting");
     for r in &c.rows {
         let l = row(c, r, &r.versus[run - 1]);
         t.row(vec![
@@ -93,6 +97,7 @@ fn table(c: &Comparison, run: usize) -> Table {
             l.hedges_g.map_or("-".into(), |g| format!("{g:+.2}")),
             pair(l.base_cross_node, l.other_cross_node, 1),
             pair(l.base_on_mem_node_pct, l.other_on_mem_node_pct, 1),
+            pair(l.base_wait_pct, l.other_wait_pct, 1),
         ]);
     }
     t
@@ -231,6 +236,8 @@ pub struct CmpRow<'a> {
     pub other_cross_node: Option<f64>,
     pub base_on_mem_node_pct: Option<f64>,
     pub other_on_mem_node_pct: Option<f64>,
+    pub base_wait_pct: Option<f64>,
+    pub other_wait_pct: Option<f64>,
 }
 
 pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
@@ -264,6 +271,8 @@ pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
         other_cross_node: v.other.cross_node,
         base_on_mem_node_pct: r.base.on_mem_node_pct,
         other_on_mem_node_pct: v.other.on_mem_node_pct,
+        base_wait_pct: r.base.wait_pct,
+        other_wait_pct: v.other.wait_pct,
     }
 }
 
