@@ -9,9 +9,8 @@
 //! interval of the mean, the mean cross-node migrations per sample (sampled
 //! by the probe), the mean kernel-counted migrations, the mean share of time
 //! on the memory's node, the mean share of the loop spent waiting for a CPU
-//! (behind the load, on a host as the kernel's schedstat counts it), and a
-//! `noisy` flag on rows whose coefficient of
-//! variation exceeds [`NOISY_CV`].
+//! (behind the load; on a host as the kernel's schedstat counts it), and a
+//! `noisy` flag on rows whose coefficient of variation exceeds [`NOISY_CV`].
 //!
 //! Records that are in the file but not counted (duplicates, unplanned
 //! rows) come as notes: text, Markdown and JSON reports carry them as
