@@ -167,6 +167,10 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
     let (code, rep, err) = numalab(&["report", a.to_str().unwrap()], tmp.path());
     assert_eq!(code, 0, "{err}");
     assert!(rep.contains("PNID: -1 NB: 0 Mem: 0 CPU: 0"), "{rep}");
+    assert!(
+        rep.contains("Sim_noise: sample_cv 0.023 (profile xeon-8167m"),
+        "{rep}"
+    );
     let (code, cmp, err) = numalab(
         &["compare", a.to_str().unwrap(), b.to_str().unwrap()],
         tmp.path(),
@@ -535,5 +539,73 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
     assert!(
         llc_rf > core_rf,
         "random: other cores take it: {core_rf} / {llc_rf}"
+    );
+}
+
+/// The profile's machine noise spreads a row's samples, and sample k of
+/// every row draws the same factor (common random numbers): two pinned
+/// rows that differ only in NB run sample by sample alike, while their
+/// samples differ from each other by the noise.
+#[test]
+fn sample_k_of_every_row_runs_on_the_same_machine_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let noisy = xeon_profile(
+        tmp.path(),
+        "noisy.toml",
+        "sample_cv = 0.023",
+        "sample_cv = 0.2",
+    );
+    let out = tmp.path().join("r");
+    let (code, _, err) = numalab(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "xeon-8167m-2n",
+            "--profile",
+            noisy.to_str().unwrap(),
+            "--samples",
+            "6",
+            "--size",
+            "32M",
+            "--counts",
+            "2",
+            "--nb",
+            "0,1",
+            "--pnid=-1",
+            "--mem",
+            "A",
+            "--cpu",
+            "A",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let s = samples(&out);
+    let times = |row: u64| -> Vec<f64> {
+        s.iter()
+            .filter(|r| r["row"] == row)
+            .map(|r| r["probe"]["timing"]["total_ns"].as_f64().unwrap())
+            .collect()
+    };
+    let (a, b) = (times(0), times(1));
+    assert_eq!((a.len(), b.len()), (6, 6));
+    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+        // The model's own spread of so short a sample is a few percent;
+        // independent draws at cv 0.2 would differ by 28% on average.
+        assert!((x / y - 1.0).abs() < 0.05, "sample {k}: {x} vs {y}");
+    }
+    let (lo, hi) = a
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+    assert!(hi / lo > 1.1, "six samples at cv 0.2 spread: {a:?}");
+    let (code, rep, err) = numalab(&["report", out.to_str().unwrap()], tmp.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        rep.contains("Sim_noise: sample_cv 0.2 (profile xeon-8167m"),
+        "{rep}"
     );
 }

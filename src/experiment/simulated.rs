@@ -164,6 +164,7 @@ impl Sim {
             accesses_per_iteration: per_iter,
             iterations: p.counts,
             seed: seed_of(spec.seed, row.id, index),
+            noise_seed: seed_of(spec.seed, usize::MAX, index),
             scope: p.bind_scope,
             load_policy: spec.load_policy,
         })

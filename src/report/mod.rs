@@ -214,6 +214,26 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ("NUM_CPUS", meta.num_cpus.to_string()),
         ("migration_cost_ns", costs.join(", ")),
     ];
+    // A simulated run's spread is the profile's noise plus the model's own
+    // (docs/sim.md, "Sample-to-sample spread"): say which, since without
+    // noise its intervals are far narrower than a machine's.
+    if let Some(sim) = &meta.sim {
+        let cv = sim.profile.noise.sample_cv;
+        h.push((
+            "Sim_noise",
+            if cv > 0.0 {
+                format!(
+                    "sample_cv {cv} (profile {}: the machine's spread, shared by the rows per sample index)",
+                    sim.profile.name
+                )
+            } else {
+                format!(
+                    "none (profile {} states no machine noise: the spread is the model's alone)",
+                    sim.profile.name
+                )
+            },
+        ));
+    }
     // Only when it is not the kernel patch, so earlier reports read the same.
     if meta.pnid_via != "prctl" {
         h.push((

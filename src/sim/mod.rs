@@ -51,12 +51,14 @@ pub fn majority_node(pages_per_node: &[u64]) -> Option<usize> {
 }
 
 /// Time per access and mean DRAM latency from each node (index) for a
-/// buffer of `ws` bytes whose pages are spread as `per_node` says.
+/// buffer of `ws` bytes whose pages are spread as `per_node` says, the
+/// time scaled by the sample's `factor` ([`Profile::speed_factor`]).
 pub fn access_by_node(
     p: &Profile,
     m: &Machine,
     per_node: &[u64],
     ws: u64,
+    factor: f64,
     dram_ns: &mut [f64],
     access_ns: &mut [f64],
 ) {
@@ -71,7 +73,7 @@ pub fn access_by_node(
                 / total as f64
         };
         dram_ns[n] = dram;
-        access_ns[n] = p.access_ns(ws, dram);
+        access_ns[n] = p.access_ns(ws, dram) * factor;
     }
 }
 

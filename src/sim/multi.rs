@@ -139,6 +139,9 @@ pub struct Task {
     dram_ns: Vec<f64>,
     warm_pages_done: f64,
     buffer_pages: usize,
+    /// This job's machine noise on its time per access (1: none): each job
+    /// is a process of its own, as each sample of `run` is.
+    factor: f64,
     mem: MemPolicy,
     /// Timed-loop accesses done so far.
     accesses: f64,
@@ -237,7 +240,8 @@ impl<'a> Multi<'a> {
         let tasks = spec
             .jobs
             .iter()
-            .map(|j| {
+            .enumerate()
+            .map(|(k, j)| {
                 let mut allowed = vec![false; m.len()];
                 j.allowed.iter().for_each(|&c| allowed[c] = true);
                 Task {
@@ -263,6 +267,7 @@ impl<'a> Multi<'a> {
                     dram_ns: vec![0.0; nodes],
                     warm_pages_done: 0.0,
                     buffer_pages,
+                    factor: p.speed_factor(spec.seed, k as u64),
                     mem: j.mem.clone(),
                     accesses: 0.0,
                     cold: None,

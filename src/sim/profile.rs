@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 5;
+pub const MODEL_VERSION: u32 = 6;
 
 /// Bytes per cache line.
 const LINE: f64 = 64.0;
@@ -29,6 +29,10 @@ pub struct Profile {
     pub memory: Memory,
     pub cpu: CpuModel,
     pub kernel: KernelCosts,
+    /// What varies from one probe process to the next on this machine.
+    /// Left out of the profile's record when there is none.
+    #[serde(default, skip_serializing_if = "Noise::is_none")]
+    pub noise: Noise,
     /// Field -> where its value comes from (a URL, the seed, "assumed").
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -104,6 +108,27 @@ pub struct KernelCosts {
     /// imbalance flag"). Left out of the profile's record when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub group_imbalance: bool,
+}
+
+/// The machine's own sample-to-sample spread: what makes two runs of the
+/// same pinned probe on the same CPUs take different times (which physical
+/// pages and huge pages the buffer got, clock frequency, interrupts). The
+/// model derives none of it, so a profile states it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Noise {
+    /// Coefficient of variation (sd / mean) of the probe's time per
+    /// access, drawn once per sample (per job for `jobs`) from a
+    /// log-normal of mean 1; 0 (the default) makes every sample's speed
+    /// the model's.
+    #[serde(default)]
+    pub sample_cv: f64,
+}
+
+impl Noise {
+    pub fn is_none(&self) -> bool {
+        self.sample_cv == 0.0
+    }
 }
 
 fn yes() -> bool {
@@ -214,7 +239,31 @@ impl Profile {
         nonneg(self.kernel.hint_fault_us, "kernel.hint_fault_us")?;
         nonneg(self.kernel.page_migrate_us, "kernel.page_migrate_us")?;
         pos(self.kernel.touch_pages_per_us, "kernel.touch_pages_per_us")?;
+        if !(self.noise.sample_cv.is_finite() && (0.0..0.5).contains(&self.noise.sample_cv)) {
+            return Err(format!(
+                "noise.sample_cv must be in [0, 0.5), not {}",
+                self.noise.sample_cv
+            ));
+        }
         Ok(())
+    }
+
+    /// This sample's factor on the probe's time per access: log-normal with
+    /// mean 1 and coefficient of variation `noise.sample_cv`, from the
+    /// sample's seed and `stream` (the job, for `jobs`) alone, so it does
+    /// not disturb the engine's own random numbers; exactly 1 without
+    /// noise.
+    pub fn speed_factor(&self, seed: u64, stream: u64) -> f64 {
+        let cv = self.noise.sample_cv;
+        if cv == 0.0 {
+            return 1.0;
+        }
+        // Box-Muller from two stable uniforms; 1 - u keeps ln away from 0.
+        let u1 = 1.0 - super::rng::hash3(seed ^ 0x4E01_5E5A_3F1E, stream, 1);
+        let u2 = super::rng::hash3(seed ^ 0x4E01_5E5A_3F1E, stream, 2);
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let sigma2 = (1.0 + cv * cv).ln();
+        (sigma2.sqrt() * z - sigma2 / 2.0).exp()
     }
 
     /// What one NUMA scan's hinting faults (counted in base pages, charged
@@ -333,5 +382,27 @@ mod tests {
         assert!(e.contains("memory.exposed"), "{e}");
         let bad = text.replace("[cpu]", "[cpu]\nturbo = 1");
         assert!(Profile::from_toml(&bad, "x").is_err());
+        let bad = text.replace("sample_cv = 0.023", "sample_cv = -0.1");
+        let e = Profile::from_toml(&bad, "x").unwrap_err().to_string();
+        assert!(e.contains("noise.sample_cv"), "{e}");
+    }
+
+    /// The factor has the stated mean and spread, is the same for the same
+    /// sample, and is exactly 1 without noise.
+    #[test]
+    fn speed_factor_is_lognormal_with_mean_one_and_the_profiles_cv() {
+        let mut p = Profile::load("generic").unwrap();
+        p.noise.sample_cv = 0.0;
+        assert!((0..100).all(|s| p.speed_factor(s, 0) == 1.0));
+        p.noise.sample_cv = 0.05;
+        let f: Vec<f64> = (0..20_000).map(|s| p.speed_factor(s, 3)).collect();
+        let n = f.len() as f64;
+        let mean = f.iter().sum::<f64>() / n;
+        let sd = (f.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        assert!((mean - 1.0).abs() < 0.002, "mean {mean}");
+        assert!((sd / mean - 0.05).abs() < 0.003, "cv {}", sd / mean);
+        assert!(f.iter().all(|x| *x > 0.0));
+        assert_eq!(p.speed_factor(7, 3), p.speed_factor(7, 3));
+        assert_ne!(p.speed_factor(7, 3), p.speed_factor(7, 4));
     }
 }

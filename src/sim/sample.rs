@@ -41,6 +41,12 @@ pub struct SampleSpec {
     pub accesses_per_iteration: u64,
     pub iterations: u32,
     pub seed: u64,
+    /// The draw of the machine's noise (`noise.sample_cv`): the sample's
+    /// index in its row, not its row, so sample k of every row runs on
+    /// the same machine state (common random numbers: the rows' ratios
+    /// keep the model's expectation while each row spreads as the machine
+    /// does).
+    pub noise_seed: u64,
     /// What `mem` covers: the buffer, or the whole probe.
     pub scope: PolicyScope,
     /// The load workers' memory policy: under MPOL_LOCAL they never
