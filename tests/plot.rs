@@ -148,6 +148,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
                 causes: Default::default(),
                 residency_source: "kernel trace".into(),
                 home_node: None,
+                cpu_time: None,
             }
         })
         .collect();

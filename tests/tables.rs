@@ -316,6 +316,13 @@ fn jobs() -> JobsRecord {
         causes: Default::default(),
         residency_source: "kernel trace".into(),
         home_node: None,
+        // One job from a kernel without schedstat.
+        cpu_time: (k != 2).then(|| numalab::probe::record::CpuTime {
+            source: "schedstat".into(),
+            run_ns: 20_000_000_000,
+            wait_ns: 1_000_000_000 * k as u64,
+            timeslices: Some(900 + k as u64),
+        }),
     };
     JobsRecord {
         schema: JOBS_SCHEMA.into(),

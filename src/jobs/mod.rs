@@ -50,6 +50,18 @@ pub struct Job {
     /// Its homenode (`--home`), absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home_node: Option<u32>,
+    /// Its timed loop's time on a CPU and waiting for one (the probe's
+    /// `cpu_time`, docs/probe-schema.md); absent where the kernel keeps no
+    /// schedstat, and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time: Option<crate::probe::record::CpuTime>,
+}
+
+impl Job {
+    /// Share of its timed loop spent runnable but waiting for a CPU, %.
+    pub fn wait_pct(&self) -> Option<f64> {
+        self.cpu_time.as_ref().and_then(|c| c.wait_pct())
+    }
 }
 
 /// The whole test.
@@ -360,6 +372,7 @@ pub fn run(
                 causes,
                 residency_source: source.into(),
                 home_node: job_homes.as_ref().map(|h| h[i]),
+                cpu_time: rec.cpu_time.clone(),
             }
         })
         .collect();

@@ -24,6 +24,8 @@ pub struct JobRow {
     pub user_s: f64,
     pub sys_s: f64,
     pub loop_s: f64,
+    /// Share of the timed loop spent waiting for a CPU, %.
+    pub wait_pct: Option<f64>,
     pub cross_node: u64,
     pub residency_source: String,
 }
@@ -46,7 +48,7 @@ fn node_column(n: u32) -> &'static str {
 
 impl Serialize for JobRow {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("JobRow", 11 + self.node_pct.len())?;
+        let mut st = s.serialize_struct("JobRow", 12 + self.node_pct.len())?;
         st.serialize_field("job", &self.job)?;
         st.serialize_field("pid", &self.pid)?;
         for (n, p) in &self.node_pct {
@@ -59,6 +61,7 @@ impl Serialize for JobRow {
         st.serialize_field("user_s", &self.user_s)?;
         st.serialize_field("sys_s", &self.sys_s)?;
         st.serialize_field("loop_s", &self.loop_s)?;
+        st.serialize_field("wait_pct", &self.wait_pct)?;
         st.serialize_field("cross_node", &self.cross_node)?;
         st.serialize_field("residency_source", &self.residency_source)?;
         st.end()
@@ -82,6 +85,7 @@ impl JobRow {
             user_s: j.user_s,
             sys_s: j.sys_s,
             loop_s: j.loop_s,
+            wait_pct: j.wait_pct(),
             cross_node: j.migrations.cross_node,
             residency_source: j.residency_source.clone(),
         }
@@ -114,6 +118,7 @@ fn table(r: &JobsRecord, node_head: impl Fn(u32) -> String, most: &str) -> Table
         .left(most)
         .bar()
         .right("user (s)")
+        .right("wait %")
         .right("mem node");
     for j in rows(r) {
         // A simulated job has no pid.
@@ -128,6 +133,7 @@ fn table(r: &JobsRecord, node_head: impl Fn(u32) -> String, most: &str) -> Table
             format!("{:.1}", j.max_pct),
             j.most_vs_start(),
             format!("{:.2}", j.user_s),
+            j.wait_pct.map_or("-".into(), |w| format!("{w:.1}")),
             j.mem_node.map_or("-".into(), |m| m.to_string()),
         ]);
         t.row(cells);
@@ -165,7 +171,8 @@ pub fn text(r: &JobsRecord) -> String {
     let _ = writeln!(
         out,
         "columns {}: % time on that node, from the {src}; (m , i) = node run on most, initial \
-         node; mem node = node holding the job's memory{}",
+         node; wait % = share of its timed loop spent waiting for a CPU; mem node = node holding \
+         the job's memory{}",
         r.nodes
             .iter()
             .map(|n| n.to_string())
@@ -234,6 +241,7 @@ mod tests {
             causes: Default::default(),
             residency_source: "kernel trace".into(),
             home_node: None,
+            cpu_time: None,
         };
         JobsRecord {
             schema: SCHEMA.into(),
@@ -297,7 +305,7 @@ mod tests {
         assert_eq!(back, r);
         assert!(markdown(&r).contains("| 2 | 102 | 0.0 | 37.5 | 0.0 | 62.5 | 62.5 | (3 # 1) |"));
         assert!(
-            c.contains("\n2,102,0.0,37.5,0.0,62.5,62.5,3,1,1,28.5,0.1,26.0,0,kernel trace\n"),
+            c.contains("\n2,102,0.0,37.5,0.0,62.5,62.5,3,1,1,28.5,0.1,26.0,,0,kernel trace\n"),
             "{c}"
         );
     }

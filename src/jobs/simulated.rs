@@ -254,6 +254,7 @@ fn job_row(topo: &Topology, m: &Machine, i: usize, r: &JobResult, home: Option<u
         }
     }
     let cpu_ns: u64 = r.run_ns.iter().sum();
+    let loop_ns: u64 = r.iterations_ns.iter().sum();
     Job {
         job: i as u32 + 1,
         pid: 0,
@@ -264,10 +265,16 @@ fn job_row(topo: &Topology, m: &Machine, i: usize, r: &JobResult, home: Option<u
         mem_node,
         user_s: cpu_ns as f64 / 1e9,
         sys_s: 0.0,
-        loop_s: r.iterations_ns.iter().sum::<u64>() as f64 / 1e9,
+        loop_s: loop_ns as f64 / 1e9,
         migrations: analysis::classify(topo, mem_node, &moves),
         causes,
         residency_source: "simulator".into(),
         home_node: home,
+        cpu_time: Some(crate::probe::record::CpuTime {
+            source: "sim".into(),
+            run_ns: r.run_ns_loop.min(loop_ns),
+            wait_ns: loop_ns.saturating_sub(r.run_ns_loop),
+            timeslices: None,
+        }),
     }
 }

@@ -66,6 +66,8 @@ pub struct JobResult {
     pub moves: Vec<Move>,
     /// On-CPU time per CPU position, ns.
     pub run_ns: Vec<u64>,
+    /// On-CPU time during the timed loop, ns.
+    pub run_ns_loop: u64,
     pub start_cpu: usize,
     pub end_cpu: usize,
     pub warm_up_ns: u64,

@@ -41,6 +41,7 @@ impl Multi<'_> {
         task.work_left -= v * dt;
         if let Phase::Loop(_) = task.phase {
             task.accesses += v * dt;
+            task.res.run_ns_loop += dt as u64;
         }
         task.since = t;
         if task.phase == Phase::WarmUp {
