@@ -419,21 +419,6 @@ fn a_forced_node_holds_the_probe_only_when_the_load_does_not_prefer_its_node() {
     assert!(local < dflt * 0.3, "default {dflt:.1}, local {local:.1}");
 }
 
-/// The Xeon profile with one line of its `[kernel]` table replaced,
-/// written into `dir`.
-fn xeon_profile(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
-    let path = dir.join(name);
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/xeon-8167m.toml"
-    ))
-    .unwrap()
-    .replace(from, to);
-    assert!(text.contains(to), "{name}: {from:?} not found");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// A probe pinned to node A under the load's `phases`: its moves to the
 /// SMT sibling and to other cores of the LLC (two samples), and the
 /// simulated kernel's name from run.json.
@@ -490,7 +475,7 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
     // busiest, and a fixed pattern of phases keeps finding another core
     // first: the probe stays in its core.
     let tmp = tempfile::tempdir().unwrap();
-    let v6_1 = xeon_profile(
+    let v6_1 = common::xeon_profile(
         tmp.path(),
         "xeon-6.1.toml",
         "\nsmt_balance = true\n",
@@ -517,7 +502,7 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
     // previous test), and under staggered ones fewer of its moves go to
     // the sibling.
     let tmp = tempfile::tempdir().unwrap();
-    let flagged = xeon_profile(
+    let flagged = common::xeon_profile(
         tmp.path(),
         "xeon-flag.toml",
         "\nsmt_balance = true\n",
@@ -539,73 +524,5 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
     assert!(
         llc_rf > core_rf,
         "random: other cores take it: {core_rf} / {llc_rf}"
-    );
-}
-
-/// The profile's machine noise spreads a row's samples, and sample k of
-/// every row draws the same factor (common random numbers): two pinned
-/// rows that differ only in NB run sample by sample alike, while their
-/// samples differ from each other by the noise.
-#[test]
-fn sample_k_of_every_row_runs_on_the_same_machine_noise() {
-    let tmp = tempfile::tempdir().unwrap();
-    let noisy = xeon_profile(
-        tmp.path(),
-        "noisy.toml",
-        "sample_cv = 0.023",
-        "sample_cv = 0.2",
-    );
-    let out = tmp.path().join("r");
-    let (code, _, err) = numalab(
-        &[
-            "run",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--profile",
-            noisy.to_str().unwrap(),
-            "--samples",
-            "6",
-            "--size",
-            "32M",
-            "--counts",
-            "2",
-            "--nb",
-            "0,1",
-            "--pnid=-1",
-            "--mem",
-            "A",
-            "--cpu",
-            "A",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
-    assert_eq!(code, 0, "{err}");
-    let s = samples(&out);
-    let times = |row: u64| -> Vec<f64> {
-        s.iter()
-            .filter(|r| r["row"] == row)
-            .map(|r| r["probe"]["timing"]["total_ns"].as_f64().unwrap())
-            .collect()
-    };
-    let (a, b) = (times(0), times(1));
-    assert_eq!((a.len(), b.len()), (6, 6));
-    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
-        // The model's own spread of so short a sample is a few percent;
-        // independent draws at cv 0.2 would differ by 28% on average.
-        assert!((x / y - 1.0).abs() < 0.05, "sample {k}: {x} vs {y}");
-    }
-    let (lo, hi) = a
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
-    assert!(hi / lo > 1.1, "six samples at cv 0.2 spread: {a:?}");
-    let (code, rep, err) = numalab(&["report", out.to_str().unwrap()], tmp.path());
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        rep.contains("Sim_noise: sample_cv 0.2 (profile xeon-8167m"),
-        "{rep}"
     );
 }

@@ -8,7 +8,7 @@
 //!   predictions;
 //! - the RFC's spread of each row's 64 samples: the profile's
 //!   `noise.sample_cv` is fitted on the same four pinned rows as the time,
-//!   and the floating rows' spread is a prediction;
+//!   and rows [00]-[05] are held near the RFC's spread;
 //! - the lab's findings on a real kernel (docs/preferred-node.md: 2-node
 //!   guest, 60% load, 16 MiB x 8 probe), in direction: the tolerance says
 //!   how far the model is trusted, and the test prints every number.
@@ -77,15 +77,6 @@ const RFC_INTEL_SD: [f64; 36] = [
     5.55, 2.74, 2.41, 3.60,
 ];
 
-/// The Xeon preset's profile without its machine noise, as a file.
-fn noiseless_xeon_profile(dir: &std::path::Path) -> String {
-    let text = include_str!("../profiles/xeon-8167m.toml");
-    assert!(text.contains("sample_cv = 0.023"), "the preset's noise");
-    let path = dir.join("xeon-noiseless.toml");
-    std::fs::write(&path, text.replace("sample_cv = 0.023", "sample_cv = 0.0")).unwrap();
-    path.to_str().unwrap().to_string()
-}
-
 /// sd / mean of each row's loop times.
 fn cv_per_row(s: &[serde_json::Value], rows: usize) -> Vec<f64> {
     (0..rows)
@@ -104,7 +95,7 @@ fn cv_per_row(s: &[serde_json::Value], rows: usize) -> Vec<f64> {
 }
 
 /// Root mean square of some values.
-fn pooled(v: impl Iterator<Item = f64>) -> f64 {
+fn rms(v: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = v.collect();
     (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt()
 }
@@ -225,7 +216,9 @@ fn intel_profile_against_the_rfc_table() {
 /// on node 0 or 1, CPU pinned to either node or floating), with the
 /// preset's noise: the pinned rows' is the fitted `noise.sample_cv`; the
 /// floating rows add what the model's own placement varies, which the RFC
-/// shows more of (docs/sim.md, "Sample-to-sample spread").
+/// shows more of (docs/sim.md, "Sample-to-sample spread"). The six rows
+/// share their 16 draws, so this is one 16-sample estimate of the noise,
+/// plus each row's own spread.
 #[test]
 fn the_samples_spread_as_the_rfcs() {
     let tmp = tempfile::tempdir().unwrap();
@@ -249,10 +242,10 @@ fn the_samples_spread_as_the_rfcs() {
             100.0 * rfc_cv(i)
         );
     }
-    let sim = pooled(cv.iter().copied());
-    let rfc = pooled((0..6).map(rfc_cv));
+    let sim = rms(cv.iter().copied());
+    let rfc = rms((0..6).map(rfc_cv));
     eprintln!(
-        "pooled over [00]-[05]: {:.2}% (RFC {:.2}%)",
+        "root mean square over [00]-[05]: {:.2}% (RFC {:.2}%)",
         100.0 * sim,
         100.0 * rfc
     );
@@ -264,9 +257,15 @@ fn the_samples_spread_as_the_rfcs() {
     );
     // Without the profile's noise a pinned probe's time hardly varies: the
     // spread above is the profile's, not the model's.
-    let profile = noiseless_xeon_profile(tmp.path());
+    // Without the profile's noise (the preset's file, its one line changed).
+    let profile = common::xeon_profile(
+        tmp.path(),
+        "xeon-noiseless.toml",
+        "sample_cv = 0.023",
+        "sample_cv = 0.0",
+    );
     let mut quiet = rows("4", &[]);
-    quiet.extend(["--profile", &profile]);
+    quiet.extend(["--profile", profile.to_str().unwrap()]);
     let cv = cv_per_row(&run(&quiet, &tmp.path().join("quiet")), 6);
     for i in [0, 1, 3, 4] {
         eprintln!("[{i:02}] without noise: sd/mean {:.3}%", 100.0 * cv[i]);

@@ -438,10 +438,20 @@ fn sim_kinds(moves: Option<Moves>) -> BalanceKinds {
     }
 }
 
-/// A sample's seed from the run's seed, its row and its index.
+/// A sample's seed from the run's seed, its row and its index. Each part
+/// goes into its own round of SplitMix64's bijective mix, added (times an
+/// odd constant) to the previous round's output, so two samples share a
+/// seed only if two mixed 64-bit values differ by a small multiple of that
+/// constant. (Until model 6 the three were XORed into one word, and the
+/// run's seed and the index landed on the same low bits: the samples of
+/// `--seed 2` were those of `--seed 1`, reordered.)
 pub fn seed_of(run_seed: u64, row: usize, index: u32) -> u64 {
-    let mut r = crate::sim::engine::Rng::new(run_seed ^ ((row as u64) << 32) ^ index as u64);
-    r.next_u64() ^ r.next_u64().rotate_left(17)
+    let round = |h: u64, part: u64, k: u64| {
+        crate::rng::SplitMix64::new(h.wrapping_add(part.wrapping_mul(k))).next_u64()
+    };
+    let h = round(run_seed, 0, 0);
+    let h = round(h, row as u64, 0xD6E8_FEB8_6659_FD93);
+    round(h, index as u64, 0xA076_1D64_78BD_642F)
 }
 
 impl Backend for Sim {
@@ -518,5 +528,28 @@ impl Backend for Sim {
             r?;
         }
         Ok(self.ready.remove(&key).expect("filled"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seed_of;
+
+    /// Regression: the run's seed and the sample's index were XORed into
+    /// the same bits, so `--seed 2`'s samples were `--seed 1`'s reordered
+    /// (sample k of one was sample k^3 of the other).
+    #[test]
+    fn another_run_seed_is_not_the_same_samples_reordered() {
+        let mut seen = std::collections::HashSet::new();
+        for run in 0..64u64 {
+            for row in (0..36).chain([usize::MAX]) {
+                for index in 0..64u32 {
+                    assert!(
+                        seen.insert(seed_of(run, row, index)),
+                        "seed {run}, row {row}, sample {index} repeats another's seed"
+                    );
+                }
+            }
+        }
     }
 }

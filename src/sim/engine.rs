@@ -118,7 +118,7 @@ pub struct Engine<'a> {
     warm_pages_done: f64,
     buffer_pages: usize,
     /// This sample's machine noise on the time per access (1: none).
-    pub factor: f64,
+    noise_factor: f64,
 }
 
 impl<'a> Engine<'a> {
@@ -190,7 +190,7 @@ impl<'a> Engine<'a> {
             phase_start: 0.0,
             warm_pages_done: 0.0,
             buffer_pages,
-            factor: p.speed_factor(spec.noise_seed, 0),
+            noise_factor: p.speed_factor(spec.noise_seed, 0),
         }
     }
 
@@ -269,7 +269,7 @@ impl<'a> Engine<'a> {
             self.m,
             &per_node,
             self.spec.buffer_bytes,
-            self.factor,
+            self.noise_factor,
             &mut self.dram_ns,
             &mut self.access_ns,
         );

@@ -141,9 +141,8 @@ pub struct Task {
     dram_ns: Vec<f64>,
     warm_pages_done: f64,
     buffer_pages: usize,
-    /// This job's machine noise on its time per access (1: none): each job
-    /// is a process of its own, as each sample of `run` is.
-    factor: f64,
+    /// Its own machine noise on its time per access (1: none).
+    noise_factor: f64,
     mem: MemPolicy,
     /// Timed-loop accesses done so far.
     accesses: f64,
@@ -269,7 +268,7 @@ impl<'a> Multi<'a> {
                     dram_ns: vec![0.0; nodes],
                     warm_pages_done: 0.0,
                     buffer_pages,
-                    factor: p.speed_factor(spec.seed, k as u64),
+                    noise_factor: p.speed_factor(spec.seed, k as u64),
                     mem: j.mem.clone(),
                     accesses: 0.0,
                     cold: None,

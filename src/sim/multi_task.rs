@@ -101,7 +101,7 @@ impl Multi<'_> {
             self.m,
             &per_node,
             self.spec.buffer_bytes,
-            task.factor,
+            task.noise_factor,
             &mut task.dram_ns,
             &mut task.access_ns,
         );

@@ -7,7 +7,9 @@
 //! the cost of a migration are both derived from these numbers by one cache
 //! model ([`Profile::access_ns`], [`Profile::refill_ns`]), so a migration
 //! costs what re-warming the caches it lost costs, for the probe's buffer
-//! size, rather than a constant fitted per level.
+//! size, rather than a constant fitted per level. What the model derives
+//! none of, the machine's own spread between samples, a profile states
+//! (`noise.sample_cv`, drawn by [`Profile::speed_factor`]).
 
 use crate::error::usage;
 use crate::topology::Relation;

@@ -48,6 +48,20 @@ pub fn jsonl(text: &str) -> Vec<serde_json::Value> {
 /// `numalab run` on the simulated Xeon (the RFC's machine).
 pub const SIM_XEON_RUN: [&str; 5] = ["run", "--backend", "sim", "--preset", "xeon-8167m-2n"];
 
+/// The Xeon preset's profile with one line replaced, written into `dir`.
+pub fn xeon_profile(dir: &std::path::Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/xeon-8167m.toml"
+    ))
+    .unwrap()
+    .replace(from, to);
+    assert!(text.contains(to), "{name}: {from:?} not found");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// `numalab ARGS --out OUT` (a run that must succeed) and its samples.
 pub fn run_samples(args: &[&str], out: &std::path::Path) -> Vec<Value> {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
