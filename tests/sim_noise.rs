@@ -110,3 +110,52 @@ fn without_noise_the_report_says_the_spread_is_the_models() {
         "{rep}"
     );
 }
+
+/// `compare` says when two simulated runs share their noise draws (the
+/// same seed), and not when their seeds differ.
+#[test]
+fn compare_warns_when_two_simulated_runs_share_their_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: &str| {
+        let out = tmp.path().join(name);
+        common::run_samples(
+            &[
+                "run",
+                "--backend",
+                "sim",
+                "--preset",
+                "xeon-8167m-2n",
+                "--samples",
+                "3",
+                "--size",
+                "32M",
+                "--counts",
+                "2",
+                "--nb",
+                "0",
+                "--pnid=-1",
+                "--mem",
+                "A",
+                "--cpu",
+                "A",
+                "--seed",
+                seed,
+            ],
+            &out,
+        );
+        out.to_str().unwrap().to_string()
+    };
+    let (a, b, c) = (run("a", "1"), run("b", "1"), run("c", "2"));
+    let compare = |x: &str, y: &str| {
+        let (code, out, err) = common::numalab_out(&["compare", x, y], tmp.path());
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let same = compare(&a, &b);
+    assert!(
+        same.contains("are simulated with the same seed (1)"),
+        "{same}"
+    );
+    let other = compare(&a, &c);
+    assert!(!other.contains("same seed"), "{other}");
+}

@@ -302,6 +302,25 @@ fn differences(base: &LoadedRun, o: &LoadedRun) -> Vec<String> {
         .collect()
 }
 
+/// Two simulated runs with the same seed and a machine noise drew the same
+/// noise factor for each sample index (docs/sim.md, "Sample-to-sample
+/// spread"): their samples are not independent, as Welch's test takes
+/// them, so its verdicts are conservative.
+fn shared_noise(base: &LoadedRun, o: &LoadedRun) -> Option<String> {
+    let (b, m) = (&base.meta, &o.meta);
+    let noisy = |s: &Option<record::SimMeta>| s.as_ref().map(|s| s.profile.noise.sample_cv > 0.0);
+    (noisy(&b.sim)? && noisy(&m.sim)? && b.spec.seed == m.spec.seed).then(|| {
+        format!(
+            "BASE {} and {} are simulated with the same seed ({}): sample k of each ran on the \
+             same machine noise, so the two sides are not independent and the tests are \
+             conservative (run one with another --seed for independent samples)",
+            base.dir.display(),
+            o.dir.display(),
+            b.spec.seed
+        )
+    })
+}
+
 /// Rows of a run by key, with their records. Where two rows share a key
 /// (A = B on a one-node run: the B rows are the A rows' placement), the
 /// first row that is not skipped wins; the rows left out are counted per
@@ -357,6 +376,7 @@ pub fn compare(runs: &[LoadedRun]) -> anyhow::Result<Comparison> {
     }
     for o in others {
         warnings.extend(differences(base, o));
+        warnings.extend(shared_noise(base, o));
     }
     let (keyed, shadowed): (Vec<_>, Vec<_>) = runs.iter().map(by_key).unzip();
     // BASE's rows in its order, then rows only the others have.
