@@ -4,7 +4,9 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod run_args;
+mod sched_args;
 pub use run_args::{BackendArgs, BackendKind, PnidVia, RunArgs};
+pub use sched_args::SchedArgs;
 
 /// Measure, explain and predict NUMA placement on Linux.
 ///
@@ -90,6 +92,19 @@ pub enum Command {
     ///
     /// `numalab home --node 1 -- CMD...`, `numalab home --node auto --pid 1234`.
     Home(HomeArgs),
+
+    /// The node-affine scheduler as a sched_ext BPF scheduler (Linux 6.12+
+    /// with CONFIG_SCHED_CLASS_EXT, root): every task may have a homenode;
+    /// the scheduler places it on an idle CPU there, queues it there, calls
+    /// it back when it ran away, and lets other nodes take it only after a
+    /// wait that grows with the NUMA distance. Loaded for the whole machine
+    /// until Ctrl-C or --duration, or for the life of one command with that
+    /// command's homenode; unloaded on every exit (the kernel unloads it if
+    /// numalab is killed). Prints its account; -o writes it as JSON. See
+    /// docs/sched.md.
+    ///
+    /// `numalab sched --home 1 -- CMD...`, `numalab sched --policy exec --duration 60`.
+    Sched(SchedArgs),
 
     /// Internal: wait for numalab's tracer, then exec COMMAND.
     #[command(name = "__gate", hide = true)]
@@ -503,7 +518,7 @@ fn non_negative(s: &str) -> Result<f64, String> {
 }
 
 /// A positive, finite number of seconds.
-fn positive_secs(s: &str) -> Result<f64, String> {
+pub(crate) fn positive_secs(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("{s:?} is not a positive number of seconds")),

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["sys", "paths"],
     &["analysis", "load"],
     &["sim"],
-    &["home"],
+    &["home", "sched"],
     &["probe"],
     &["trace"],
     &["exec"],

@@ -11,6 +11,7 @@ pub mod probe;
 pub mod report;
 pub mod restore;
 pub mod run;
+pub mod sched;
 pub mod topo;
 pub mod trace;
 
@@ -29,7 +30,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Trace(args) => trace::run(&cli.sysfs_root, &args),
         Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
         Command::Home(args) => home::run(&cli.sysfs_root, &args),
-        Command::Restore => restore::run(),
+        Command::Sched(args) => sched::run(&cli.sysfs_root, &args),
+        Command::Restore => restore::run(&cli.sysfs_root),
         Command::Gate { command } => {
             let e = crate::sys::wait_at_gate_and_exec(&command);
             Err(crate::error::usage(format!(

@@ -2,10 +2,33 @@
 //! its journal (`restore.json`; `trace-PID.json` of earlier versions).
 //! It takes the state lock first: while the numalab that wrote a journal
 //! still runs, it holds the lock, and restore refuses.
+//!
+//! `numalab sched`'s scheduler needs no journal (the kernel unloads it when
+//! its loader dies), so restore only says what sched_ext's state is.
 
 use crate::sys::state::{self, Journal, StateLock};
+use crate::topology::sysfs::SysRoot;
+use std::path::Path;
 
-pub fn run() -> anyhow::Result<()> {
+/// One line on sched_ext, when this kernel has it.
+fn say_sched_ext(sysfs_root: &Path) {
+    if let Some(st) = crate::sched::check::scx_state(&SysRoot::new(sysfs_root)) {
+        match st.ops {
+            Some(ops) => println!(
+                "restore: sched_ext scheduler {ops:?} is {} (a live process holds it; \
+                 the kernel unloads it when that process ends)",
+                st.state
+            ),
+            None => println!(
+                "restore: sched_ext: no BPF scheduler loaded (state {})",
+                st.state
+            ),
+        }
+    }
+}
+
+pub fn run(sysfs_root: &Path) -> anyhow::Result<()> {
+    say_sched_ext(sysfs_root);
     let dir = state::state_dir();
     if !dir.exists() {
         println!(

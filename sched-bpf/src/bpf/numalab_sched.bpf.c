@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0 */
+/*
+ * numalab's node-affine scheduler, a sched_ext BPF scheduler.
+ *
+ * The design is the node-affine scheduler's (2002): every task may have a
+ * homenode; the scheduler keeps it there, brings it back when it ran away,
+ * and lets another node take it only when that node would otherwise idle,
+ * after a wait that grows with the NUMA distance. Each mechanism has a bit in
+ * cfg.mechanisms (abi.h) so that its effect can be measured alone:
+ *
+ *  PLACE      select_cpu(): a waking homed task goes to an idle CPU of its
+ *             homenode (its previous CPU first, a whole idle core next).
+ *  QUEUE      enqueue(): a homed task that found no idle home CPU waits in
+ *             its homenode's queue (one vtime-ordered DSQ per node), not on
+ *             the CPU the fair class would have picked.
+ *  STEAL_DELAY dispatch(): a CPU whose own node's queue is empty looks at the
+ *             other nodes' queues nearest first, and takes a task homed there
+ *             only once it has waited steal_delay_ns[home][this node]; tasks
+ *             without a homenode it takes at once. Without the bit the delay
+ *             is zero (work-conserving at the first idle moment).
+ *  REATTRACT  a homed task running on another node is preempted as soon as
+ *             a CPU of its homenode is idle, so it is queued at home again.
+ *
+ * Idle CPUs do not look for work by themselves, so a timer (cfg.timer_ns)
+ * wakes an idle CPU where a queued task has become stealable and where a
+ * runaway's home has an idle CPU.
+ *
+ * Tasks without a homenode (the rest of the system) share the same per-node
+ * queues by vtime, queued on the node they last ran on, and any idle CPU
+ * takes them at once: a weighted-fair, work-conserving scheduler for them.
+ *
+ * Homenodes: explicit (numalab writes tgid -> node into `homes`; threads
+ * and children inherit), or chosen by cfg.node_policy at exec, at a fork
+ * with a new mm, or at every fork, as the node with the most spare CPU.
+ */
+#include "kernel.h"
+#include "abi.h"
+#include "compat.h"
+
+char _license[] SEC("license") = "Dual MIT/GPL";
+
+const volatile struct nl_config cfg;
+
+/*
+ * The account numalab reads: alone in .bss, so the section is exactly this
+ * struct. The scheduler's own state lives in .data.sched.
+ */
+struct nl_stats stats;
+
+#define PRIVATE __attribute__((section(".data.sched")))
+static u64 vtime_now PRIVATE;
+/* Runnable tasks counted on each node (homenode, else the CPU's node). */
+static s64 node_runnable[NL_MAX_NODES] PRIVATE;
+/* Live tasks homed on each node. */
+static s64 node_homed[NL_MAX_NODES] PRIVATE;
+/* Per CPU: the homenode of the running task while it runs away from it (-1: none). */
+static s32 cpu_running_home[NL_MAX_CPUS] PRIVATE;
+
+struct task_ctx {
+	s32 home;		/* -1: none */
+	s32 counted_node;	/* where node_runnable counts it; -1: not runnable */
+	u64 seq;		/* homes_seq when `homes` was last consulted */
+	u64 enq_at;		/* when it was queued (ns), 0 when not queued */
+	u64 run_at;		/* when it started running */
+	bool reattracting;	/* kicked back home, not yet running there */
+	bool explicit_home;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* Explicit homenodes, written by numalab: tgid -> node. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, s32);
+} homes SEC(".maps");
+
+/* [0]: bumped by numalab after each change of `homes`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} homes_seq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NL_MAX_NODES);
+	__type(key, u32);
+	__type(value, struct nl_node_acct);
+} node_acct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NL_MAX_TASKS);
+	__type(key, u32);
+	__type(value, struct nl_task_acct);
+} task_acct SEC(".maps");
+
+struct timer_slot {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct timer_slot);
+} scan_timer SEC(".maps");
+
+#define MECH(m) (cfg.mechanisms & NL_MECH_##m)
+
+/*
+ * Bounded reads of the configuration. Each index is checked against its
+ * array right where it is used: the verifier tracks bounds through the
+ * check, where a check made elsewhere (valid_node) is often lost across
+ * sign extension and spills.
+ */
+static __always_inline u32 nfirst(u32 n)
+{
+	return n <= NL_MAX_NODES ? cfg.node_first[n] : 0;
+}
+
+static __always_inline s32 ncpu(u32 i)
+{
+	return i < NL_MAX_CPUS ? cfg.node_cpus[i] : -1;
+}
+
+static __always_inline u32 dist(u32 a, u32 b)
+{
+	return a < NL_MAX_NODES && b < NL_MAX_NODES ? cfg.distance[a][b] : 255;
+}
+
+static __always_inline u64 steal_delay(u32 a, u32 b)
+{
+	return a < NL_MAX_NODES && b < NL_MAX_NODES ? cfg.steal_delay_ns[a][b] : ~0ULL;
+}
+
+static __always_inline u32 steal_order(u32 n, u32 i)
+{
+	return n < NL_MAX_NODES && i < NL_MAX_NODES ? cfg.steal_order[n][i] : NL_MAX_NODES;
+}
+
+static __always_inline s64 *runnable_of(u32 n)
+{
+	return n < NL_MAX_NODES ? &node_runnable[n] : NULL;
+}
+
+static __always_inline s64 *homed_of(u32 n)
+{
+	return n < NL_MAX_NODES ? &node_homed[n] : NULL;
+}
+
+static __always_inline s32 *running_home_of(u32 cpu)
+{
+	return cpu < NL_MAX_CPUS ? &cpu_running_home[cpu] : NULL;
+}
+
+static __always_inline bool vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+static __always_inline s32 node_of_cpu(s32 cpu)
+{
+	if (cpu < 0 || cpu >= NL_MAX_CPUS)
+		return -1;
+	return cfg.cpu_node[cpu];
+}
+
+static __always_inline bool valid_node(s32 n)
+{
+	return n >= 0 && n < NL_MAX_NODES && (u32)n < cfg.nr_nodes;
+}
+
+static __always_inline struct nl_node_acct *nacct(s32 node)
+{
+	u32 key = node;
+
+	if (!valid_node(node))
+		return NULL;
+	return bpf_map_lookup_elem(&node_acct, &key);
+}
+
+static __always_inline struct task_ctx *tctx_of(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* Whether p may run on at least one CPU of node n. */
+static bool node_allows(struct task_struct *p, s32 n)
+{
+	u32 i, first, last;
+
+	if (!valid_node(n))
+		return false;
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		if (i >= NL_MAX_CPUS)
+			break;
+		if (bpf_cpumask_test_cpu(ncpu(i), p->cpus_ptr))
+			return true;
+	}
+	return false;
+}
+
+/* The node with the most spare CPU, leaving out `self_node`'s count of the caller. */
+static s32 pick_spare_node(s32 self_node)
+{
+	s32 best = -1;
+	s64 best_spare = 0, best_homed = 0, best_cpus = 1;
+	u32 n;
+
+	bpf_for(n, 0, cfg.nr_nodes) {
+		s64 cpus, spare, homed;
+
+		if (n >= NL_MAX_NODES)
+			break;
+		cpus = nfirst(n + 1) - nfirst(n);
+		if (cpus <= 0)
+			continue; /* a memory-only node: nothing can run there */
+		s64 *r = runnable_of(n), *h = homed_of(n);
+
+		if (!r || !h)
+			break;
+		spare = cpus - *r + ((s32)n == self_node ? 1 : 0);
+		homed = *h;
+		/* spare/cpus larger wins; ties: fewer homed tasks per CPU, then lower id. */
+		if (best < 0 || spare * best_cpus > best_spare * cpus ||
+		    (spare * best_cpus == best_spare * cpus && homed * best_cpus < best_homed * cpus)) {
+			best = n;
+			best_spare = spare;
+			best_homed = homed;
+			best_cpus = cpus;
+		}
+	}
+	return best;
+}
+
+static void set_home(struct task_struct *p, struct task_ctx *tctx, s32 node)
+{
+	s64 *h;
+
+	if (tctx->home == node)
+		return;
+	if (valid_node(tctx->home) && (h = homed_of(tctx->home)))
+		__sync_fetch_and_sub(h, 1);
+	tctx->home = node;
+	if (valid_node(node) && (h = homed_of(node)))
+		__sync_fetch_and_add(h, 1);
+}
+
+/* Picks up an explicit homenode numalab set (or cleared) since we last looked. */
+static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 zero = 0, tgid = p->tgid;
+	u64 *seq = bpf_map_lookup_elem(&homes_seq, &zero);
+	s32 *node;
+
+	if (!seq || *seq == tctx->seq)
+		return;
+	tctx->seq = *seq;
+	node = bpf_map_lookup_elem(&homes, &tgid);
+	if (node && valid_node(*node)) {
+		set_home(p, tctx, *node);
+		tctx->explicit_home = true;
+	} else if (tctx->explicit_home) {
+		set_home(p, tctx, -1);
+		tctx->explicit_home = false;
+	}
+}
+
+/* The homenode that applies now: -1 when none, or when p may not run there. */
+static s32 effective_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	refresh_home(p, tctx);
+	if (!valid_node(tctx->home) || (!MECH(QUEUE) && !MECH(PLACE)))
+		return -1;
+	if (p->nr_cpus_allowed < (int)cfg.nr_cpus && !node_allows(p, tctx->home))
+		return -1;
+	return tctx->home;
+}
+
+static struct nl_task_acct *task_acct_of(struct task_struct *p, s32 home)
+{
+	u32 pid = p->pid;
+	struct nl_task_acct *ta = bpf_map_lookup_elem(&task_acct, &pid);
+
+	if (ta) {
+		ta->home = home;
+		return ta;
+	}
+	struct nl_task_acct fresh = { .tgid = p->tgid, .home = home };
+	bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), p->comm);
+	if (bpf_map_update_elem(&task_acct, &pid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&task_acct, &pid)) {
+		__sync_fetch_and_add(&stats.tasks_untracked, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&task_acct, &pid);
+}
+
+/* An idle CPU of node n that p may use, claimed; -1 when none. */
+static s32 claim_idle_in_node(struct task_struct *p, s32 n, s32 prev_cpu)
+{
+	u32 i, first, last;
+
+	if (!valid_node(n))
+		return -1;
+	if (node_of_cpu(prev_cpu) == n && bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		s32 cpu;
+
+		if (i >= NL_MAX_CPUS)
+			break;
+		cpu = ncpu(i);
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(cpu))
+			return cpu;
+	}
+	return -1;
+}
+
+/* Some CPU of node n that p may use (prev_cpu when it is one). */
+static s32 any_cpu_in_node(struct task_struct *p, s32 n, s32 prev_cpu)
+{
+	u32 i, first, last;
+
+	if (!valid_node(n) || node_of_cpu(prev_cpu) == n)
+		return prev_cpu;
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		if (i >= NL_MAX_CPUS)
+			break;
+		if (bpf_cpumask_test_cpu(ncpu(i), p->cpus_ptr))
+			return ncpu(i);
+	}
+	return prev_cpu;
+}
+
+/* Wakes one idle CPU of node n (without claiming it); false when none is idle. */
+static bool kick_idle_in_node(s32 n)
+{
+	const struct cpumask *idle;
+	u32 i, first, last;
+	bool kicked = false;
+
+	if (!valid_node(n))
+		return false;
+	idle = scx_bpf_get_idle_cpumask();
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		s32 cpu;
+
+		if (i >= NL_MAX_CPUS)
+			break;
+		cpu = ncpu(i);
+		if (bpf_cpumask_test_cpu(cpu, idle)) {
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			kicked = true;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return kicked;
+}
+
+s32 BPF_STRUCT_OPS(nl_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	bool is_idle = false;
+	s32 home, cpu;
+
+	if (tctx && (home = effective_home(p, tctx)) >= 0) {
+		if (MECH(PLACE)) {
+			cpu = claim_idle_in_node(p, home, prev_cpu);
+			if (cpu >= 0) {
+				struct nl_node_acct *na = nacct(home);
+				struct nl_task_acct *ta = task_acct_of(p, home);
+
+				if (na)
+					na->placed_idle++;
+				if (ta)
+					ta->placed_idle++;
+				nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, 0);
+				return cpu;
+			}
+		}
+		if (MECH(QUEUE))
+			return any_cpu_in_node(p, home, prev_cpu);
+	}
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle)
+		nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, 0);
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	u64 vtime = p->scx.dsq_vtime;
+	s32 home = -1, node;
+
+	/* Per-CPU tasks (kworkers, ksoftirqd...) run where they must, at once. */
+	if (p->nr_cpus_allowed == 1 || !tctx) {
+		nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
+		return;
+	}
+	/* An idle task may bank at most one slice of credit. */
+	if (vtime_before(vtime, vtime_now - cfg.slice_ns))
+		vtime = vtime_now - cfg.slice_ns;
+	tctx->enq_at = bpf_ktime_get_ns();
+
+	home = effective_home(p, tctx);
+	if (home >= 0 && MECH(QUEUE)) {
+		struct nl_node_acct *na = nacct(home);
+
+		if (na)
+			na->queued_home++;
+		nl_insert_vtime(p, home, cfg.slice_ns, vtime, enq_flags);
+		/* An idle home CPU (one appeared since select_cpu) takes it now. */
+		kick_idle_in_node(home);
+		return;
+	}
+	node = node_of_cpu(scx_bpf_task_cpu(p));
+	if (!valid_node(node))
+		node = 0;
+	nl_insert_vtime(p, node, cfg.slice_ns, vtime, enq_flags);
+	/* No homenode: any idle CPU may run it at once. */
+	if (!kick_idle_in_node(node)) {
+		s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	}
+}
+
+/*
+ * Takes one task from node `from`'s queue for this CPU (of node `to`):
+ * a task without a homenode at once, a homed one once it has waited the
+ * distance delay. Iterates in vtime order, at most 8 tasks deep.
+ */
+static bool steal_from(s32 from, s32 to, u64 now)
+{
+	struct task_struct *p;
+	u64 delay = 0;
+	u32 depth = 0;
+
+	if (!valid_node(from) || !valid_node(to))
+		return false;
+	if (scx_bpf_dsq_nr_queued(from) <= 0)
+		return false;
+	if (MECH(STEAL_DELAY))
+		delay = steal_delay(from, to);
+	bpf_for_each(scx_dsq, p, from, 0) {
+		struct task_ctx *tctx;
+		bool homed;
+
+		if (++depth > 8)
+			break;
+		if (!bpf_cpumask_test_cpu(bpf_get_smp_processor_id(), p->cpus_ptr))
+			continue;
+		tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+		if (!tctx)
+			continue;
+		homed = valid_node(tctx->home) && tctx->home == from;
+		if (homed && now - tctx->enq_at < delay)
+			continue;
+		if (!nl_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			continue;
+		if (homed) {
+			struct nl_node_acct *victim = nacct(from), *thief = nacct(to);
+			struct nl_task_acct *ta = task_acct_of(p, from);
+			u32 d = dist(from, to);
+
+			if (victim)
+				victim->stolen_from++;
+			if (thief)
+				thief->stole++;
+			if (ta)
+				ta->stolen++;
+			if (d < 256)
+				__sync_fetch_and_add(&stats.steals_by_distance[d], 1);
+		} else {
+			struct nl_node_acct *thief = nacct(to);
+
+			if (thief)
+				thief->stole_free++;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Preempts one task homed on node n that runs on another node; true if one was found. */
+static bool reattract_to(s32 n)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, cfg.nr_cpus) {
+		if (cpu >= NL_MAX_CPUS)
+			break;
+		s32 *rh = running_home_of(cpu);
+
+		if (rh && *rh == n && node_of_cpu(cpu) != n) {
+			struct nl_node_acct *na = nacct(n);
+
+			/* Once per runaway: it stops being a runaway when it stops running. */
+			*rh = -1;
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			if (na)
+				na->reattract_kicks++;
+			return true;
+		}
+	}
+	return false;
+}
+
+void BPF_STRUCT_OPS(nl_dispatch, s32 cpu, struct task_struct *prev)
+{
+	s32 node = node_of_cpu(cpu);
+	u64 now;
+	u32 i;
+
+	if (!valid_node(node))
+		return;
+	if (nl_move_to_local(node))
+		return;
+	now = bpf_ktime_get_ns();
+	bpf_for(i, 0, cfg.nr_nodes - 1) {
+		if (i >= NL_MAX_NODES)
+			break;
+		if (steal_from(steal_order(node, i), node, now))
+			return;
+	}
+	/* Nothing to run here: call a runaway home (it queues here and we take it). */
+	if (MECH(REATTRACT))
+		reattract_to(node);
+}
+
+void BPF_STRUCT_OPS(nl_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 n;
+
+	if (!tctx)
+		return;
+	n = valid_node(tctx->home) ? tctx->home : node_of_cpu(scx_bpf_task_cpu(p));
+	if (!valid_node(n))
+		return;
+	s64 *r = runnable_of(n);
+
+	if (!r)
+		return;
+	tctx->counted_node = n;
+	__sync_fetch_and_add(r, 1);
+}
+
+void BPF_STRUCT_OPS(nl_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+
+	s64 *r;
+
+	if (!tctx || !valid_node(tctx->counted_node))
+		return;
+	r = runnable_of(tctx->counted_node);
+	if (r)
+		__sync_fetch_and_sub(r, 1);
+	tctx->counted_node = -1;
+}
+
+void BPF_STRUCT_OPS(nl_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p), node = node_of_cpu(cpu), home;
+	u64 now = bpf_ktime_get_ns();
+
+	if (vtime_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+	if (!tctx)
+		return;
+	tctx->run_at = now;
+	home = valid_node(tctx->home) ? tctx->home : -1;
+	s32 *rh = running_home_of(cpu);
+
+	if (rh)
+		*rh = home;
+	if (home < 0) {
+		tctx->enq_at = 0;
+		return;
+	}
+
+	struct nl_node_acct *na = nacct(home);
+	struct nl_task_acct *ta = task_acct_of(p, home);
+	bool at_home = node == home;
+
+	if (na) {
+		if (at_home)
+			na->runs_home++;
+		else
+			na->runs_away++;
+	}
+	if (ta) {
+		ta->runs++;
+		if (at_home)
+			ta->runs_home++;
+	}
+	if (at_home) {
+		if (rh)
+			*rh = -1; /* not a runaway */
+		if (tctx->reattracting) {
+			if (na)
+				na->reattracted++;
+			if (ta)
+				ta->reattracted++;
+		}
+		tctx->reattracting = false;
+	}
+	if (tctx->enq_at) {
+		u64 w = now - tctx->enq_at;
+
+		if (na) {
+			na->wait_ns += w;
+			na->waits++;
+			if (w > na->wait_max_ns)
+				na->wait_max_ns = w;
+		}
+		if (ta) {
+			ta->wait_ns += w;
+			ta->waits++;
+			if (w > ta->wait_max_ns)
+				ta->wait_max_ns = w;
+		}
+		tctx->enq_at = 0;
+	}
+}
+
+void BPF_STRUCT_OPS(nl_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p), node = node_of_cpu(cpu);
+	u64 now = bpf_ktime_get_ns(), ran;
+
+	/* Charge the time used, scaled by the inverse of the weight (as scx_simple). */
+	if (p->scx.weight)
+		p->scx.dsq_vtime += (cfg.slice_ns - p->scx.slice) * 100 / p->scx.weight;
+	s32 *rh = running_home_of(cpu);
+
+	if (rh) {
+		/* A runaway kicked home: mark it, so its return is counted. */
+		if (tctx && valid_node(tctx->home) && node != tctx->home && *rh == -1)
+			tctx->reattracting = true;
+		*rh = -1;
+	}
+	if (!tctx || !tctx->run_at || !valid_node(node))
+		return;
+	ran = now - tctx->run_at;
+	tctx->run_at = 0;
+
+	if (!valid_node(tctx->home)) {
+		struct nl_node_acct *na = nacct(node);
+
+		if (na)
+			na->free_ns += ran;
+		return;
+	}
+	struct nl_node_acct *home_na = nacct(tctx->home);
+	struct nl_task_acct *ta = task_acct_of(p, tctx->home);
+
+	if (node == tctx->home) {
+		if (home_na)
+			home_na->home_ns += ran;
+	} else {
+		struct nl_node_acct *here = nacct(node);
+
+		if (home_na)
+			home_na->away_ns += ran;
+		if (here)
+			here->guest_ns += ran;
+	}
+	if (ta && node < NL_MAX_NODES)
+		ta->node_ns[node] += ran;
+}
+
+void BPF_STRUCT_OPS(nl_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+s32 BPF_STRUCT_OPS(nl_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+	struct task_struct *parent;
+	struct task_ctx *pctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -12; /* -ENOMEM */
+	tctx->home = -1;
+	tctx->counted_node = -1;
+	if (p->flags & PF_KTHREAD)
+		return 0; /* kernel threads never get a homenode */
+	if (!args->fork) {
+		/* A task that existed before we loaded: only an explicit homenode. */
+		refresh_home(p, tctx);
+		return 0;
+	}
+	/* The parent is the forking task. */
+	parent = bpf_get_current_task_btf();
+	pctx = bpf_task_storage_get(&task_ctxs, parent, 0, 0);
+	if (pctx) {
+		refresh_home(parent, pctx);
+		tctx->seq = pctx->seq;
+		tctx->explicit_home = pctx->explicit_home;
+		if (valid_node(pctx->home))
+			set_home(p, tctx, pctx->home);
+	}
+	/* An explicit homenode is inherited whatever the policy. */
+	if (tctx->explicit_home)
+		return 0;
+	if (cfg.node_policy == NL_POLICY_FORK ||
+	    (cfg.node_policy == NL_POLICY_FORK_MM && p->mm != parent->mm)) {
+		s32 n = pick_spare_node(-1);
+		struct nl_node_acct *na = nacct(n);
+
+		set_home(p, tctx, n);
+		if (na)
+			na->homed_at_fork++;
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(nl_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	struct task_ctx *tctx = tctx_of(p);
+
+	if (tctx)
+		set_home(p, tctx, -1);
+}
+
+/* node_policy exec: a new program gets the node with the most spare CPU. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(nl_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct task_ctx *tctx;
+	s32 n;
+
+	if (cfg.node_policy != NL_POLICY_EXEC)
+		return 0;
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (!tctx || tctx->explicit_home)
+		return 0;
+	n = pick_spare_node(tctx->counted_node);
+	if (!valid_node(n))
+		return 0;
+	set_home(p, tctx, n);
+	struct nl_node_acct *na = nacct(n);
+
+	if (na)
+		na->homed_at_exec++;
+	return 0;
+}
+
+/*
+ * The periodic scan: for each node with queued tasks, wake an idle CPU of
+ * the nearest node whose steal delay has passed for the oldest of them;
+ * for each node with an idle CPU, call one runaway home.
+ */
+static int scan(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 n, i;
+
+	__sync_fetch_and_add(&stats.timer_runs, 1);
+	bpf_for(n, 0, cfg.nr_nodes) {
+		struct task_struct *p;
+		u64 oldest = 0;
+		u32 depth = 0;
+
+		if (n >= NL_MAX_NODES)
+			break;
+		if (scx_bpf_dsq_nr_queued(n) > 0) {
+			/* A timer runs outside the scheduler's RCU section; iterating needs one. */
+			bpf_rcu_read_lock();
+			bpf_for_each(scx_dsq, p, n, 0) {
+				struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+				if (++depth > 8)
+					break;
+				if (tctx && tctx->enq_at && (!oldest || tctx->enq_at < oldest))
+					oldest = tctx->enq_at;
+			}
+			bpf_rcu_read_unlock();
+			if (oldest) {
+				bpf_for(i, 0, cfg.nr_nodes - 1) {
+					u32 to;
+
+					if (i >= NL_MAX_NODES)
+						break;
+					to = steal_order(n, i);
+					if (to >= NL_MAX_NODES)
+						break;
+					if (MECH(STEAL_DELAY) && now - oldest < steal_delay(n, to))
+						continue;
+					if (kick_idle_in_node(to))
+						break;
+				}
+			}
+		}
+		if (MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0) {
+			const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+			bool has_idle = false;
+			u32 first = nfirst(n), last = nfirst(n + 1);
+
+			bpf_for(i, first, last) {
+				if (i >= NL_MAX_CPUS)
+					break;
+				if (bpf_cpumask_test_cpu(ncpu(i), idle)) {
+					has_idle = true;
+					break;
+				}
+			}
+			scx_bpf_put_idle_cpumask(idle);
+			if (has_idle)
+				reattract_to(n);
+		}
+	}
+	bpf_timer_start(timer, cfg.timer_ns, 0);
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(nl_init)
+{
+	struct bpf_timer *timer;
+	u32 n, zero = 0;
+	s32 err;
+
+	bpf_for(n, 0, NL_MAX_CPUS) {
+		s32 *rh = running_home_of(n);
+
+		if (rh)
+			*rh = -1;
+	}
+	bpf_for(n, 0, cfg.nr_nodes) {
+		err = scx_bpf_create_dsq(n, -1);
+		if (err)
+			return err;
+	}
+	timer = bpf_map_lookup_elem(&scan_timer, &zero);
+	if (!timer)
+		return -2; /* -ENOENT */
+	bpf_timer_init(timer, &scan_timer, 1 /* CLOCK_MONOTONIC */);
+	bpf_timer_set_callback(timer, scan);
+	return bpf_timer_start(timer, cfg.timer_ns, 0);
+}
+
+void BPF_STRUCT_OPS(nl_exit, struct scx_exit_info *ei)
+{
+	bpf_probe_read_kernel_str(stats.exit_reason, sizeof(stats.exit_reason), ei->reason);
+	bpf_probe_read_kernel_str(stats.exit_msg, sizeof(stats.exit_msg), ei->msg);
+	stats.exit_code = ei->exit_code;
+	stats.exit_kind = ei->kind;
+}
+
+SEC(".struct_ops.link")
+struct sched_ext_ops numalab_ops = {
+	.select_cpu = (void *)nl_select_cpu,
+	.enqueue = (void *)nl_enqueue,
+	.dispatch = (void *)nl_dispatch,
+	.runnable = (void *)nl_runnable,
+	.running = (void *)nl_running,
+	.stopping = (void *)nl_stopping,
+	.quiescent = (void *)nl_quiescent,
+	.init_task = (void *)nl_init_task,
+	.exit_task = (void *)nl_exit_task,
+	.enable = (void *)nl_enable,
+	.init = (void *)nl_init,
+	.exit = (void *)nl_exit,
+	.name = "numalab",
+};
