@@ -54,12 +54,13 @@ pub struct Config {
     pub slice_ns: u64,
     pub timer_ns: u64,
     pub steal_delay_ns: [[u64; MAX_NODES]; MAX_NODES],
+    pub steal_delay_busy_ns: [[u64; MAX_NODES]; MAX_NODES],
     pub cpu_node: [i32; MAX_CPUS],
     pub node_cpus: [i32; MAX_CPUS],
     pub distance: [[u32; MAX_NODES]; MAX_NODES],
     pub steal_order: [[u32; MAX_NODES]; MAX_NODES],
     pub node_first: [u32; MAX_NODES + 1],
-    pub _pad: u32,
+    pub nr_online: u32,
 }
 
 /// `struct nl_node_acct`: one node's account, per CPU in the map.

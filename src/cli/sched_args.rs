@@ -39,13 +39,20 @@ pub struct SchedArgs {
     #[arg(long, value_name = "MECH", value_delimiter = ',')]
     pub off: Vec<String>,
 
-    /// The steal delay at SLIT distance 10, ms; distance d waits d/10 times
-    /// as long (the document: 2/3/4 ms at distances 10/15/20).
+    /// The steal delay at SLIT distance 10 on an idle machine, ms; distance
+    /// d waits d/10 times as long (the document: 2/3/4 ms at distances
+    /// 10/15/20 under low load).
     #[arg(long, value_name = "MS", default_value_t = 2.0, value_parser = positive_ms)]
     pub steal_delay: f64,
 
+    /// The steal delay at distance 10 when the machine is busy (as many
+    /// runnable tasks as CPUs), ms; between idle and busy the delay grows
+    /// with the load (the document: 132/199/265 ms at average load).
+    #[arg(long, value_name = "MS", default_value_t = 132.0, value_parser = positive_ms)]
+    pub steal_delay_busy: f64,
+
     /// The time slice, ms.
-    #[arg(long, value_name = "MS", default_value_t = 20.0, value_parser = positive_ms)]
+    #[arg(long, value_name = "MS", default_value_t = 5.0, value_parser = positive_ms)]
     pub slice: f64,
 
     /// Period of the scan that wakes idle thieves and calls runaways home,

@@ -53,6 +53,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
             .map_err(|e| usage(format!("--policy {e}")))?,
         mechanisms: sched::mechanisms_without(&a.off).map_err(|e| usage(format!("--off {e}")))?,
         steal_delay_ms: a.steal_delay,
+        steal_delay_busy_ms: a.steal_delay_busy,
         slice_ms: a.slice,
         scan_ms: a.scan,
     };

@@ -98,9 +98,14 @@ pub struct Options {
     /// [`mech`] bits.
     #[serde(serialize_with = "ser_mechanisms")]
     pub mechanisms: u32,
-    /// The steal delay at SLIT distance 10; distance d waits d/10 times it
-    /// (the document: 2, 3, 4 ms at distances 10, 15, 20 under low load).
+    /// The steal delay at SLIT distance 10 on an idle machine; distance d
+    /// waits d/10 times it (the document: 2, 3, 4 ms at distances 10, 15,
+    /// 20 under low load).
     pub steal_delay_ms: f64,
+    /// The same when the machine is busy (as many runnable tasks as CPUs);
+    /// between the two the delay grows with the load (the document: 132,
+    /// 199, 265 ms at average load).
+    pub steal_delay_busy_ms: f64,
     pub slice_ms: f64,
     /// Period of the scan that wakes thieves and calls runaways home;
     /// `None`: half the shortest steal delay, at least 0.5 ms.
@@ -118,7 +123,8 @@ impl Default for Options {
             node_policy: NodePolicy::None,
             mechanisms: mech::ALL,
             steal_delay_ms: 2.0,
-            slice_ms: 20.0,
+            steal_delay_busy_ms: 132.0,
+            slice_ms: 5.0,
             scan_ms: None,
         }
     }
@@ -131,6 +137,12 @@ impl Options {
             return Err(format!(
                 "--steal-delay {}: give 0 to 10000 ms",
                 self.steal_delay_ms
+            ));
+        }
+        if !(self.steal_delay_ms..=60_000.0).contains(&self.steal_delay_busy_ms) {
+            return Err(format!(
+                "--steal-delay-busy {}: give {} (the idle delay) to 60000 ms",
+                self.steal_delay_busy_ms, self.steal_delay_ms
             ));
         }
         if !(0.05..=1000.0).contains(&self.slice_ms) {
@@ -178,6 +190,7 @@ pub fn build_config(topo: &Topology, o: &Options) -> Result<Config, String> {
         return Err("the topology has no online CPU with a node".into());
     }
     c.nr_cpus = max_cpu as u32 + 1;
+    c.nr_online = online.len() as u32;
     c.nr_nodes = max_node as u32 + 1;
     c.node_policy = o.node_policy.code();
     c.mechanisms = o.mechanisms;
@@ -210,6 +223,7 @@ pub fn build_config(topo: &Topology, o: &Options) -> Result<Config, String> {
         }
     }
     let base = ms_to_ns(o.steal_delay_ms);
+    let busy = ms_to_ns(o.steal_delay_busy_ms);
     let mut shortest = u64::MAX;
     for from in 0..c.nr_nodes as usize {
         for to in 0..c.nr_nodes as usize {
@@ -219,6 +233,7 @@ pub fn build_config(topo: &Topology, o: &Options) -> Result<Config, String> {
             let d = c.distance[from][to].max(10) as u64;
             let delay = base * d / 10;
             c.steal_delay_ns[from][to] = delay;
+            c.steal_delay_busy_ns[from][to] = busy * d / 10;
             shortest = shortest.min(delay);
         }
     }

@@ -31,6 +31,10 @@ fn the_steal_delay_grows_with_distance_as_in_the_document() {
     assert_eq!(c.steal_delay_ns[0][1], 3_000_000);
     assert_eq!(c.steal_delay_ns[0][2], 4_000_000);
     assert_eq!(c.steal_delay_ns[0][0], 0);
+    // Busy: the document's average-load column, 132/198/264 ms.
+    assert_eq!(c.steal_delay_busy_ns[0][1], 198_000_000);
+    assert_eq!(c.steal_delay_busy_ns[0][2], 264_000_000);
+    assert_eq!(c.nr_online, 16);
     // The scan runs at half the shortest delay.
     assert_eq!(c.timer_ns, 1_500_000);
 }

@@ -124,9 +124,11 @@ struct bpf_iter_scx_dsq {
 #define SCX_DSQ_FLAG_LOCAL_ON (1ULL << 62)
 #define SCX_DSQ_LOCAL (SCX_DSQ_FLAG_BUILTIN | 2)
 #define SCX_DSQ_LOCAL_ON (SCX_DSQ_FLAG_BUILTIN | SCX_DSQ_FLAG_LOCAL_ON)
+#define SCX_ENQ_WAKEUP (1ULL << 0)
 #define SCX_KICK_IDLE (1ULL << 0)
 #define SCX_KICK_PREEMPT (1ULL << 1)
 #define SCX_OPS_ENQ_EXITING (1ULL << 2)
+#define SCX_TASK_QUEUED (1U << 0)
 
 /*
  * kfuncs. 6.12 names the insert/move calls scx_bpf_dispatch*() and

@@ -15,9 +15,11 @@
  *             the CPU the fair class would have picked.
  *  STEAL_DELAY dispatch(): a CPU whose own node's queue is empty looks at the
  *             other nodes' queues nearest first, and takes a task homed there
- *             only once it has waited steal_delay_ns[home][this node]; tasks
- *             without a homenode it takes at once. Without the bit the delay
- *             is zero (work-conserving at the first idle moment).
+ *             only once it has waited the steal delay of the pair of nodes,
+ *             which grows with their distance and with the machine's load
+ *             (steal_delay()); tasks without a homenode it takes at once.
+ *             Without the bit the delay is zero (work-conserving at the first
+ *             idle moment).
  *  REATTRACT  a homed task running on another node is preempted as soon as
  *             a CPU of its homenode is idle, so it is queued at home again.
  *
@@ -53,6 +55,14 @@ static u64 vtime_now PRIVATE;
 static s64 node_runnable[NL_MAX_NODES] PRIVATE;
 /* Live tasks homed on each node. */
 static s64 node_homed[NL_MAX_NODES] PRIVATE;
+/*
+ * Per node: since when its queue has had tasks waiting without a break, as
+ * the scan saw it (0: empty at the last scan). Tasks in a queue that
+ * rotates by vtime each wait at most a few slices, so a task's own wait
+ * alone would never reach a long steal delay while a node stays overloaded
+ * and another idles; the backlog does.
+ */
+static u64 backlog_since[NL_MAX_NODES] PRIVATE;
 /* Per CPU: the homenode of the running task while it runs away from it (-1: none). */
 static s32 cpu_running_home[NL_MAX_CPUS] PRIVATE;
 
@@ -137,9 +147,37 @@ static __always_inline u32 dist(u32 a, u32 b)
 	return a < NL_MAX_NODES && b < NL_MAX_NODES ? cfg.distance[a][b] : 255;
 }
 
+/* Runnable tasks on the machine, per 1024 online CPUs, at most 1024. */
+static __always_inline u64 load_per_1024(void)
+{
+	s64 sum = 0;
+	u32 n;
+
+	bpf_for(n, 0, cfg.nr_nodes) {
+		if (n >= NL_MAX_NODES)
+			break;
+		sum += node_runnable[n];
+	}
+	if (sum <= 0 || !cfg.nr_online)
+		return 0;
+	/* Unsigned: BPF before cpu v4 has no signed division. */
+	u64 per = (u64)sum * 1024 / cfg.nr_online;
+
+	return per > 1024 ? 1024 : per;
+}
+
+/* How long a task homed on a must have waited before node b may take it, now. */
 static __always_inline u64 steal_delay(u32 a, u32 b)
 {
-	return a < NL_MAX_NODES && b < NL_MAX_NODES ? cfg.steal_delay_ns[a][b] : ~0ULL;
+	u64 lo, hi;
+
+	if (a >= NL_MAX_NODES || b >= NL_MAX_NODES)
+		return ~0ULL;
+	lo = cfg.steal_delay_ns[a][b];
+	hi = cfg.steal_delay_busy_ns[a][b];
+	if (hi <= lo)
+		return lo;
+	return lo + (hi - lo) * load_per_1024() / 1024;
 }
 
 static __always_inline u32 steal_order(u32 n, u32 i)
@@ -155,6 +193,11 @@ static __always_inline s64 *runnable_of(u32 n)
 static __always_inline s64 *homed_of(u32 n)
 {
 	return n < NL_MAX_NODES ? &node_homed[n] : NULL;
+}
+
+static __always_inline u64 backlog_of(u32 n)
+{
+	return n < NL_MAX_NODES ? backlog_since[n] : 0;
 }
 
 static __always_inline s32 *running_home_of(u32 cpu)
@@ -349,6 +392,30 @@ static s32 any_cpu_in_node(struct task_struct *p, s32 n, s32 prev_cpu)
 	return prev_cpu;
 }
 
+/* Whether node n has an idle CPU (without claiming it). */
+static bool has_idle_in_node(s32 n)
+{
+	const struct cpumask *idle;
+	u32 i, first, last;
+	bool found = false;
+
+	if (!valid_node(n))
+		return false;
+	idle = scx_bpf_get_idle_cpumask();
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		if (i >= NL_MAX_CPUS)
+			break;
+		if (bpf_cpumask_test_cpu(ncpu(i), idle)) {
+			found = true;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return found;
+}
+
 /* Wakes one idle CPU of node n (without claiming it); false when none is idle. */
 static bool kick_idle_in_node(s32 n)
 {
@@ -413,8 +480,8 @@ void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 vtime = p->scx.dsq_vtime;
 	s32 home = -1, node;
 
-	/* Per-CPU tasks (kworkers, ksoftirqd...) run where they must, at once. */
-	if (p->nr_cpus_allowed == 1 || !tctx) {
+	/* Per-CPU kernel threads (kworkers, ksoftirqd...) run where they must, at once. */
+	if ((p->nr_cpus_allowed == 1 && (p->flags & PF_KTHREAD)) || !tctx) {
 		nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
 		return;
 	}
@@ -423,9 +490,41 @@ void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
 		vtime = vtime_now - cfg.slice_ns;
 	tctx->enq_at = bpf_ktime_get_ns();
 
+	/*
+	 * A user task pinned to one CPU waits in that CPU's node queue in vtime
+	 * order like everyone else (a local insert would put it ahead of every
+	 * queued task: strict priority, not fairness); only its CPU takes it.
+	 */
+	if (p->nr_cpus_allowed == 1) {
+		s32 cpu = scx_bpf_task_cpu(p);
+
+		node = node_of_cpu(cpu);
+		if (valid_node(node)) {
+			nl_insert_vtime(p, node, cfg.slice_ns, vtime, enq_flags);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
+		nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
+		return;
+	}
+
 	home = effective_home(p, tctx);
 	if (home >= 0 && MECH(QUEUE)) {
 		struct nl_node_acct *na = nacct(home);
+		s32 here = node_of_cpu(scx_bpf_task_cpu(p));
+
+		/*
+		 * A runaway whose slice ended while its home is still full stays
+		 * a guest where it runs (queued there, where any CPU, its home's
+		 * first of all, may take it at once): sending it home now would
+		 * only queue it behind the backlog it was taken from. It goes
+		 * back when a home CPU is idle (re-attraction).
+		 */
+		if (!(enq_flags & SCX_ENQ_WAKEUP) && valid_node(here) && here != home &&
+		    !has_idle_in_node(home)) {
+			nl_insert_vtime(p, here, cfg.slice_ns, vtime, enq_flags);
+			return;
+		}
 
 		if (na)
 			na->queued_home++;
@@ -476,7 +575,9 @@ static bool steal_from(s32 from, s32 to, u64 now)
 		if (!tctx)
 			continue;
 		homed = valid_node(tctx->home) && tctx->home == from;
-		if (homed && now - tctx->enq_at < delay)
+		/* Homed: it waited the delay, or its home has been backlogged that long. */
+		if (homed && now - tctx->enq_at < delay &&
+		    (!backlog_of(from) || now - backlog_of(from) < delay))
 			continue;
 		if (!nl_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			continue;
@@ -545,8 +646,12 @@ void BPF_STRUCT_OPS(nl_dispatch, s32 cpu, struct task_struct *prev)
 		if (steal_from(steal_order(node, i), node, now))
 			return;
 	}
-	/* Nothing to run here: call a runaway home (it queues here and we take it). */
-	if (MECH(REATTRACT))
+	/*
+	 * Nothing to run here: call a runaway home (it queues here and we take
+	 * it). Not while prev is still runnable: sched_ext then keeps running
+	 * it, so this CPU is not about to idle.
+	 */
+	if (MECH(REATTRACT) && !(prev && (prev->scx.flags & SCX_TASK_QUEUED)))
 		reattract_to(node);
 }
 
@@ -775,9 +880,10 @@ int BPF_PROG(nl_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 }
 
 /*
- * The periodic scan: for each node with queued tasks, wake an idle CPU of
- * the nearest node whose steal delay has passed for the oldest of them;
- * for each node with an idle CPU, call one runaway home.
+ * The periodic scan: for each node with queued tasks, note since when it is
+ * backlogged, and wake an idle CPU of the nearest node whose steal delay has
+ * passed for the oldest waiter or the backlog; for each node with an idle
+ * CPU and nothing queued, call one runaway home.
  */
 static int scan(void *map, int *key, struct bpf_timer *timer)
 {
@@ -804,6 +910,10 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 					oldest = tctx->enq_at;
 			}
 			bpf_rcu_read_unlock();
+			if (!backlog_since[n])
+				backlog_since[n] = now;
+			if (backlog_since[n] < oldest || !oldest)
+				oldest = backlog_since[n];
 			if (oldest) {
 				bpf_for(i, 0, cfg.nr_nodes - 1) {
 					u32 to;
@@ -820,6 +930,8 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 				}
 			}
 		}
+		if (scx_bpf_dsq_nr_queued(n) <= 0)
+			backlog_since[n] = 0;
 		if (MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0) {
 			const struct cpumask *idle = scx_bpf_get_idle_cpumask();
 			bool has_idle = false;
