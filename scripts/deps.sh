@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs what numalab's tests and lab need, when missing: QEMU, Debian's
-# kernel, busybox-static, numactl (reference output), cpio, gcc (reference
-# probe), the source and tools to build the patched lab kernel
-# (lab/kernel/build: linux-source-6.12, make, flex, bison, bc, libelf-dev,
-# patch), and the rustfmt/clippy components. Idempotent; quiet when all is
-# there.
+# Installs what numalab's build, tests and lab need, when missing: clang 16
+# (numalab's sched_ext scheduler is BPF C compiled at build time), make,
+# pkg-config and the static libelf/zlib that libbpf is linked with
+# (libelf-dev, zlib1g-dev), QEMU, Debian's kernel, busybox-static, numactl
+# (reference output), cpio, gcc (reference probe), the source and tools to
+# build the lab kernel (lab/kernel/build: linux-source-6.12, make, flex,
+# bison, bc, libelf-dev, patch, pahole from dwarves for its BTF), and the
+# rustfmt/clippy components. Idempotent; quiet when all is there.
 set -euo pipefail
 
 need=()
+# The build: the BPF scheduler (sched-bpf/build.rs) and libbpf-sys.
+command -v clang-16 >/dev/null || need+=(clang-16)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+[ -e /usr/lib/x86_64-linux-gnu/libz.a ] || need+=(zlib1g-dev)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 compgen -G '/boot/vmlinuz-*' >/dev/null || need+=(linux-image-amd64)
 [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 || need+=(busybox-static)
@@ -22,7 +28,9 @@ command -v flex >/dev/null || need+=(flex)
 command -v bison >/dev/null || need+=(bison)
 command -v bc >/dev/null || need+=(bc)
 command -v patch >/dev/null || need+=(patch)
-[ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+[ -e /usr/include/libelf.h ] && [ -e /usr/lib/x86_64-linux-gnu/libelf.a ] || need+=(libelf-dev)
+# The lab kernel's BTF (CONFIG_DEBUG_INFO_BTF, which sched_ext needs).
+command -v pahole >/dev/null || need+=(dwarves)
 # gcc -static for lab/kernel/pnidctl.c needs libc.a.
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 

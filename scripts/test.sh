@@ -61,7 +61,7 @@ fi
 # kernel cached but builds it when it is not, 10-15 min, so it comes early
 # and the other PNID tests find the kernel built); a lab test not listed
 # here runs after these.
-order=(lab_sim lab_pnid lab_pnid_run lab_pnid_load lab_trace lab_home
+order=(lab_sim lab_pnid lab_pnid_run lab_pnid_load lab_sched lab_trace lab_home
     lab_probe lab_run lab_topo lab_load_policy)
 queue=()
 for t in "${order[@]}"; do

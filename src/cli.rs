@@ -217,7 +217,8 @@ pub struct JobsArgs {
     pub home: Option<String>,
 
     /// With --home: `agent` (soft affinity, `numalab home`), `pin` (hard
-    /// pinning to the homenode) or `float` (memory only).
+    /// pinning to the homenode), `float` (memory only) or `sched`
+    /// (numalab's sched_ext scheduler, `numalab sched`, Linux 6.12+).
     #[arg(long, value_enum, default_value = "agent", requires = "home")]
     pub home_cpu: crate::jobs::HomeCpu,
 

@@ -48,6 +48,10 @@ pub struct Options<'a> {
     /// gate opens, the agents tick at every poll, and every mask is put
     /// back when the batch ends (journaled in the guard).
     pub agents: Vec<(&'a mut crate::home::Agent, Vec<usize>)>,
+    /// Homenodes through numalab's sched_ext scheduler (`run --pnid-via
+    /// sched`): (scheduler, node, the children it homes), set before their
+    /// gate opens, so they run their first instruction homed.
+    pub sched_homes: Vec<(&'a crate::sched::loader::Scheduler, u32, Vec<usize>)>,
 }
 
 impl Default for Options<'_> {
@@ -61,6 +65,7 @@ impl Default for Options<'_> {
             grace: Duration::from_secs(1),
             inherit_stdio: false,
             agents: Vec::new(),
+            sched_homes: Vec::new(),
         }
     }
 }
@@ -157,7 +162,9 @@ pub fn run(
         None => None,
     };
     let mut opts = opts;
-    if let Err(e) = place(&mut opts.agents, &children, guard) {
+    if let Err(e) = place(&mut opts.agents, &children, guard)
+        .and_then(|()| home_in_sched(&opts.sched_homes, &children))
+    {
         drop(gates);
         reap_all(&mut children, Instant::now());
         if let Some(t) = tracer.take() {
@@ -260,6 +267,22 @@ fn place(
                 .get(i)
                 .with_context(|| format!("homenode agent: no child {i} in the batch"))?;
             agent.attach(guard, c.pid as i32)?;
+        }
+    }
+    Ok(())
+}
+
+/// Homes children through the scheduler before they run.
+fn home_in_sched(
+    homes: &[(&crate::sched::loader::Scheduler, u32, Vec<usize>)],
+    children: &[Child],
+) -> anyhow::Result<()> {
+    for (sched, node, idx) in homes {
+        for &i in idx {
+            let c = children
+                .get(i)
+                .with_context(|| format!("sched homenode: no child {i} in the batch"))?;
+            sched.set_home(c.pid, Some(*node))?;
         }
     }
     Ok(())

@@ -86,6 +86,10 @@ if [ -n "$PNIDCTL" ]; then
     echo "other-clear $($C set -1 $S)"
     echo "other-get-cleared $($C get $S)"
     echo "other-sched-cleared $(grep -E '^numa_preferred_nid(_force)? ' /proc/$S/sched | tr -s ' ' | tr '\n' ';')"
+    # A 32-bit -1 (what C passes for an int) clears too.
+    echo "other-set-again $($C set 1 $S)"
+    r=$($C set32 -1 $S); echo "set32-clear $r rc=$?"
+    echo "other-get-set32 $($C get $S)"
     kill $S
     r=$($C get 99999); echo "nopid $r rc=$?"
     echo @@move
@@ -226,6 +230,10 @@ fn pnid_patch_on_the_lab_kernel() {
     assert!(field(ctl, "set-7").contains("EINVAL"), "{ctl}");
     assert!(field(ctl, "set-7").contains("rc=1"), "{ctl}");
     assert!(field(ctl, "set-2neg").contains("EINVAL"), "{ctl}");
+    // Regression: a C caller's 32-bit -1 was EINVAL instead of clearing.
+    assert_eq!(field(ctl, "other-set-again"), "ok", "{ctl}");
+    assert_eq!(field(ctl, "set32-clear"), "ok rc=0", "{ctl}");
+    assert_eq!(field(ctl, "other-get-set32"), "-1", "{ctl}");
     // fork() (new address space) resets; a thread inherits.
     assert!(ctl.contains("self=1\n"), "{ctl}");
     assert!(ctl.contains("fork=-1\n"), "{ctl}");
@@ -346,4 +354,34 @@ fn kernel_build_config_check_names_what_did_not_stick() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("cannot read line"), "{err}");
+}
+
+/// Regression: forcing a node without CPUs was accepted, which makes the
+/// task more mobile (it can never run there, so every placement moves it
+/// away). The memonly guest's node 2 has memory only.
+#[test]
+fn pnid_refuses_a_node_without_cpus() {
+    let Some(kernel) = lab::pnid_kernel() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(pnidctl) = pnidctl_base64(dir.path()) else {
+        return;
+    };
+    let script = format!(
+        "echo '{}' | base64 -d > /tmp/pnidctl; chmod 755 /tmp/pnidctl\n\
+         echo @@ctl\n\
+         r=$(/tmp/pnidctl set 2); echo \"cpuless $r rc=$?\"\n\
+         r=$(/tmp/pnidctl set 1); echo \"withcpus $r rc=$?\"\n\
+         echo @@end\n",
+        pnidctl.trim()
+    );
+    let Some(run) = lab::run_on(Some(&kernel), "memonly", &script, 300) else {
+        return;
+    };
+    let s = run.finished();
+    let ctl = &s["ctl"];
+    assert!(field(ctl, "cpuless").contains("EINVAL"), "{ctl}");
+    assert!(field(ctl, "cpuless").contains("rc=1"), "{ctl}");
+    assert_eq!(field(ctl, "withcpus"), "ok rc=0", "{ctl}");
 }

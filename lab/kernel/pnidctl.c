@@ -89,6 +89,20 @@ int main(int argc, char **argv)
 		printf("ok\n");
 		return 0;
 	}
+	/*
+	 * set32: the node as a C caller that passes an int through prctl()'s
+	 * variadic arguments does: 32 bits, zero-extended, so -1 arrives as
+	 * 0x00000000ffffffff. The kernel must read it as an int.
+	 */
+	if (argc >= 3 && !strcmp(argv[1], "set32") && argc <= 4) {
+		unsigned int nid32 = (unsigned int)(int)number(argv[2]);
+
+		if (prctl(PR_PREFERRED_NID, PR_PREFERRED_NID_SET, (unsigned long)nid32,
+			  argc == 4 ? (unsigned long)number(argv[3]) : 0UL, 0UL))
+			return report_error();
+		printf("ok\n");
+		return 0;
+	}
 	if (argc >= 4 && !strcmp(argv[1], "exec")) {
 		if (set_nid(number(argv[2]), 0))
 			return report_error();
@@ -127,6 +141,6 @@ int main(int argc, char **argv)
 		printf("thread=%d\n", v);
 		return 0;
 	}
-	fprintf(stderr, "usage: pnidctl get [PID] | set NID [PID] | exec NID CMD [ARG]... | inherit NID\n");
+	fprintf(stderr, "usage: pnidctl get [PID] | set NID [PID] | set32 NID [PID] | exec NID CMD [ARG]... | inherit NID\n");
 	return 2;
 }

@@ -19,6 +19,7 @@ fn knob_arg(s: &str) -> Result<(String, String), String> {
 pub enum PnidVia {
     Prctl,
     Agent,
+    Sched,
 }
 
 /// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
@@ -173,8 +174,11 @@ pub struct RunArgs {
     pub pnid_prctl: Option<String>,
 
     /// How PNID rows set the preferred node: `prctl` (the kernel patch,
-    /// where the kernel has it) or `agent` (the user-space homenode agent of
-    /// `numalab home`, CPU soft affinity to the PNID node, on any kernel).
+    /// where the kernel has it), `agent` (the user-space homenode agent of
+    /// `numalab home`, CPU soft affinity to the PNID node, on any kernel) or
+    /// `sched` (numalab's sched_ext scheduler, loaded for each PNID row's
+    /// sample with the probe homed on the PNID node; Linux 6.12+ with
+    /// sched_ext; other rows run under the kernel's own scheduler).
     /// Recorded in run.json (`pnid_via`); --resume keeps the run's.
     #[arg(long, value_enum, conflicts_with = "resume")]
     pub pnid_via: Option<PnidVia>,

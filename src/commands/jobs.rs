@@ -172,6 +172,14 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if !a.no_trace {
         crate::trace::tracefs::Tracefs::preflight().map_err(no_tracing)?;
     }
+    if home.as_ref().is_some_and(|h| h.cpu == jobs::HomeCpu::Sched) {
+        // SAFETY: geteuid takes no arguments and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        crate::sched::check::can_load(&sys, euid)
+            .map_err(|e| usage(format!("--home-cpu sched: {e}")))?;
+        crate::sched::build_config(&topo, &crate::sched::Options::default())
+            .map_err(|e| usage(format!("--home-cpu sched: {e}")))?;
+    }
     if a.nb.is_some() && !state::writable(state::NUMA_BALANCING) {
         return Err(usage(format!(
             "--nb: {} is not writable here (setting it needs root and a kernel with NUMA \

@@ -152,9 +152,11 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let mut via_agent = a.pnid_via == Some(crate::cli::PnidVia::Agent);
+    let mut via_sched = a.pnid_via == Some(crate::cli::PnidVia::Sched);
     let (dir, spec) = match (&a.resume, resumed) {
         (Some(dir), Some(meta)) => {
             via_agent = meta.pnid_via == "agent";
+            via_sched = meta.pnid_via == "sched";
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
             crate::paths::check_output_dir(dir, "--resume")?;
@@ -169,6 +171,19 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         }
     };
     spec.check_memory(&crate::topology::sysfs::SysRoot::new(sysfs_root), &topo)?;
+    let sched_cfg = if via_sched {
+        // Before any change: the scheduler must be able to load here.
+        // SAFETY: geteuid takes no arguments and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        crate::sched::check::can_load(&crate::topology::sysfs::SysRoot::new(sysfs_root), euid)
+            .map_err(|e| usage(format!("--pnid-via sched: {e}")))?;
+        Some(
+            crate::sched::build_config(&topo, &crate::sched::Options::default())
+                .map_err(|e| usage(format!("--pnid-via sched: {e}")))?,
+        )
+    } else {
+        None
+    };
     if spec.trace {
         // Before any change: tracing must be possible (root, tracefs).
         Tracefs::preflight()?;
@@ -181,6 +196,9 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let mut backend = Host::new(&topo, &spec, a.pnid_prctl.clone())?;
     if via_agent {
         backend.pnid_via_agent(&topo);
+    }
+    if let Some(cfg) = sched_cfg {
+        backend.pnid_via_sched(cfg);
     }
     let mut guard = Guard::new(lock, &dir);
     if spec.trace {
@@ -236,6 +254,9 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             let (topo, source, profile) = super::topo::sim_machine(sysfs_root, &a.sim)?;
             if a.pnid_via == Some(crate::cli::PnidVia::Agent) {
                 return Err(usage("--pnid-via agent runs a user-space agent on this machine; the simulated kernel has the PNID patch built in"));
+            }
+            if a.pnid_via == Some(crate::cli::PnidVia::Sched) {
+                return Err(usage("--pnid-via sched loads a scheduler into this machine's kernel; the simulated kernel has the PNID patch built in"));
             }
             if a.pnid_prctl.is_some() {
                 return Err(usage("--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID patch built in"));

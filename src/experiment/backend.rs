@@ -36,8 +36,9 @@ pub struct Capabilities {
 
 pub trait Backend {
     fn name(&self) -> &'static str;
-    /// How PNID rows set the preferred node: "prctl" (the kernel patch) or
-    /// "agent" (`numalab home`'s soft affinity, any kernel).
+    /// How PNID rows set the preferred node: "prctl" (the kernel patch),
+    /// "agent" (`numalab home`'s soft affinity, any kernel) or "sched"
+    /// (numalab's sched_ext scheduler).
     fn pnid_via(&self) -> &'static str {
         "prctl"
     }
@@ -199,6 +200,10 @@ pub struct Host {
     /// `--pnid-via agent`: each PNID row's probe runs under a homenode
     /// agent on the row's PNID node (these CPUs).
     pnid_agent: Option<BTreeMap<u32, crate::idset::IdSet>>,
+    /// `--pnid-via sched`: each PNID row's sample runs under numalab's
+    /// scheduler, loaded with this configuration, the probe homed on the
+    /// row's PNID node.
+    pnid_sched: Option<crate::sched::Config>,
     /// Traced runs: /proc/schedstat is read around each sample, with
     /// kernel.sched_schedstats on ([`Host::enable_schedstat`]).
     schedstat: Option<SysRoot>,
@@ -237,6 +242,7 @@ impl Host {
             pnid_prctl,
             trace: None,
             pnid_agent: None,
+            pnid_sched: None,
             schedstat: None,
         })
     }
@@ -278,11 +284,17 @@ impl Host {
         self.pnid_agent = Some(homes);
     }
 
+    /// PNID rows through numalab's sched_ext scheduler (`run --pnid-via
+    /// sched`); the caller has checked that it can load here.
+    pub fn pnid_via_sched(&mut self, cfg: crate::sched::Config) {
+        self.pnid_sched = Some(cfg);
+    }
+
     /// The probe a sample of `row` runs.
     fn probe_spec(&self, row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         let mut ps = probe_spec(row, spec);
-        // Through the agent, the probe itself sets no PNID.
-        if self.pnid_agent.is_some() {
+        // Through the agent or the scheduler, the probe itself sets no PNID.
+        if self.pnid_agent.is_some() || self.pnid_sched.is_some() {
             ps.pnid = None;
         } else if ps.pnid.is_some() {
             ps.pnid_prctl = self.pnid_prctl.clone();
@@ -346,6 +358,8 @@ impl Backend for Host {
     fn pnid_via(&self) -> &'static str {
         if self.pnid_agent.is_some() {
             "agent"
+        } else if self.pnid_sched.is_some() {
+            "sched"
         } else {
             "prctl"
         }
@@ -365,6 +379,10 @@ impl Backend for Host {
             pnid: match &self.pnid_prctl {
                 _ if self.pnid_agent.is_some() => Ok(
                     "user-space homenode agent (numalab home): soft CPU affinity to the PNID node"
+                        .into(),
+                ),
+                _ if self.pnid_sched.is_some() => Ok(
+                    "numalab's sched_ext scheduler (numalab sched): the probe homed on the PNID node"
                         .into(),
                 ),
                 Some(p) => crate::probe::pnid::parse_explicit(p)
@@ -409,6 +427,14 @@ impl Backend for Host {
         let knob_paths: Vec<&str> = knob_paths.iter().map(String::as_str).collect();
         let read = |p: &str| std::fs::read_to_string(p).ok();
         let knobs = read_knobs(&knob_paths, read);
+        // The scheduler first, so the load starts under it as the probe does.
+        let sched = match (&self.pnid_sched, row.pnid >= 0) {
+            (Some(cfg), true) => Some(
+                crate::sched::loader::Scheduler::load(cfg, false)
+                    .context("loading numalab's scheduler for a PNID row")?,
+            ),
+            _ => None,
+        };
         let load = if spec.load > 0.0 {
             Some(Load::start(&self.load_spec).context("starting the background load")?)
         } else {
@@ -430,6 +456,10 @@ impl Backend for Host {
                 .as_ref()
                 .map(|(tfs, live, _)| (tfs, live.clone())),
             agents: agent.iter_mut().map(|a| (a, vec![0])).collect(),
+            sched_homes: sched
+                .iter()
+                .map(|s| (s, row.pnid as u32, vec![0]))
+                .collect(),
             ..Default::default()
         };
         let before = self.schedstat_now();
@@ -458,6 +488,17 @@ impl Backend for Host {
             _ => None,
         };
         drop(load);
+        if let Some(mut s) = sched {
+            s.detach();
+            if let Some(x) = s.exit_info()?.filter(|x| x.is_error()) {
+                anyhow::bail!(
+                    "row [{:02}]: sched_ext stopped numalab's scheduler during the sample: {} {}",
+                    row.id,
+                    x.reason,
+                    x.message
+                );
+            }
+        }
         let knobs_changed = changed_knobs(&knobs, &read_knobs(&knob_paths, read));
         if batch.ended != crate::exec::Ended::Exited {
             return Err(stop.interrupted().into());

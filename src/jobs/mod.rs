@@ -163,6 +163,9 @@ pub enum HomeCpu {
     Pin,
     /// No CPU placement: only the memory is on the homenode.
     Float,
+    /// numalab's sched_ext node-affine scheduler, loaded for the batch,
+    /// each job homed on its node (Linux 6.12+ with sched_ext).
+    Sched,
 }
 
 impl HomeCpu {
@@ -171,6 +174,7 @@ impl HomeCpu {
             HomeCpu::Agent => "agent",
             HomeCpu::Pin => "pin",
             HomeCpu::Float => "float",
+            HomeCpu::Sched => "sched",
         }
     }
 }
@@ -203,6 +207,18 @@ pub fn run(
         .read(crate::sys::state::NUMA_BALANCING)
         .ok()
         .and_then(|v| v.trim().parse::<u8>().ok());
+    // The scheduler before the load, so everything starts under it.
+    let mut sched = match &spec.home {
+        Some(HomeSpec {
+            cpu: HomeCpu::Sched,
+            ..
+        }) => {
+            let cfg = crate::sched::build_config(topo, &crate::sched::Options::default())
+                .map_err(crate::error::usage)?;
+            Some(crate::sched::loader::Scheduler::load(&cfg, false)?)
+        }
+        _ => None,
+    };
     let load = if spec.load > 0.0 {
         Some(crate::load::Load::start(&crate::load::LoadSpec::new(
             topo,
@@ -271,12 +287,34 @@ pub fn run(
             )
         }),
         agents: agents.iter_mut().map(|(a, j)| (a, j.clone())).collect(),
+        sched_homes: match (&sched, &job_homes) {
+            (Some(s), Some(homes)) => homes
+                .iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(|node| {
+                    let jobs = (0..homes.len()).filter(|&i| homes[i] == *node).collect();
+                    (s, *node, jobs)
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
         ..Default::default()
     };
     let batch = exec::run(&exe, &commands, opts, guard, stop, |done, n, t| {
         progress(done as u32, n as u32, t.as_secs_f64())
     })?;
     drop(load);
+    if let Some(s) = sched.as_mut() {
+        s.detach();
+        if let Some(x) = s.exit_info()?.filter(|x| x.is_error()) {
+            anyhow::bail!(
+                "sched_ext stopped numalab's scheduler during the jobs: {} {}",
+                x.reason,
+                x.message
+            );
+        }
+    }
     if batch.ended != Ended::Exited {
         return Err(stop.interrupted().into());
     }

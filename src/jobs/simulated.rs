@@ -82,14 +82,15 @@ fn homes(m: &Machine, h: &HomeSpec, n: u32, load: f64) -> Vec<u32> {
 /// Checks what the simulator cannot do before any work.
 pub fn check(home: Option<&HomeSpec>) -> anyhow::Result<()> {
     if let Some(HomeSpec {
-        cpu: HomeCpu::Agent,
+        cpu: c @ (HomeCpu::Agent | HomeCpu::Sched),
         ..
     }) = home
     {
-        return Err(crate::error::usage(
-            "--home-cpu agent runs the user-space agent on this machine; with --backend sim \
+        return Err(crate::error::usage(format!(
+            "--home-cpu {} runs on this machine's kernel; with --backend sim \
              use --home-cpu pin or float (or the simulated kernel's PNID: -- --pnid N)",
-        ));
+            c.name()
+        )));
     }
     Ok(())
 }

@@ -239,8 +239,12 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         h.push((
             "PNID_via",
             format!(
-                "{} (user-space homenode agent, soft CPU affinity)",
-                meta.pnid_via
+                "{} ({})",
+                meta.pnid_via,
+                match meta.pnid_via.as_str() {
+                    "sched" => "numalab's sched_ext node-affine scheduler, the probe homed on the PNID node",
+                    _ => "user-space homenode agent, soft CPU affinity",
+                }
             ),
         ));
     }

@@ -238,3 +238,29 @@ impl Scheduler {
         self.ops_link.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared structs' sizes as the compiled object's BTF gives them
+    /// equal the Rust mirrors': a field added on one side only would shift
+    /// every later field. Opening parses the ELF and BTF only; it needs no
+    /// kernel support, so this runs everywhere.
+    #[test]
+    fn the_objects_maps_match_the_rust_mirrors() {
+        let open = ObjectBuilder::default().open_memory(OBJECT).unwrap();
+        let size = |suffix: &str| {
+            open.maps()
+                .find(|m| m.name().to_string_lossy().ends_with(suffix))
+                .map(|m| m.value_size() as usize)
+                .unwrap_or_else(|| panic!("no map {suffix}"))
+        };
+        assert_eq!(size(".rodata"), std::mem::size_of::<Config>());
+        assert_eq!(size(".bss"), std::mem::size_of::<Stats>());
+        assert_eq!(size("node_acct"), std::mem::size_of::<NodeAcct>());
+        assert_eq!(size("task_acct"), std::mem::size_of::<TaskAcct>());
+        assert!(open.maps().any(|m| m.name() == "numalab_ops"));
+        assert!(open.progs().any(|p| p.name() == "nl_exec"));
+    }
+}

@@ -92,6 +92,7 @@ struct sched_ext_ops {
 	s32 (*select_cpu)(struct task_struct *p, s32 prev_cpu, u64 wake_flags);
 	void (*enqueue)(struct task_struct *p, u64 enq_flags);
 	void (*dispatch)(s32 cpu, struct task_struct *prev);
+	void (*tick)(struct task_struct *p);
 	void (*runnable)(struct task_struct *p, u64 enq_flags);
 	void (*running)(struct task_struct *p);
 	void (*stopping)(struct task_struct *p, bool runnable);

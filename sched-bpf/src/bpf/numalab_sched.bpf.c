@@ -72,7 +72,7 @@ struct task_ctx {
 	u64 seq;		/* homes_seq when `homes` was last consulted */
 	u64 enq_at;		/* when it was queued (ns), 0 when not queued */
 	u64 run_at;		/* when it started running */
-	bool reattracting;	/* kicked back home, not yet running there */
+	bool away;		/* last ran on another node than its homenode */
 	bool explicit_home;
 };
 
@@ -655,6 +655,26 @@ void BPF_STRUCT_OPS(nl_dispatch, s32 cpu, struct task_struct *prev)
 		reattract_to(node);
 }
 
+/*
+ * A task that runs without a break (alone on an idle CPU it is never queued
+ * again) would never see a homenode numalab set after it started: look at
+ * every tick, and if it runs away from a new homenode, end its slice so
+ * that it is placed there.
+ */
+void BPF_STRUCT_OPS(nl_tick, struct task_struct *p)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 old;
+
+	if (!tctx)
+		return;
+	old = tctx->home;
+	refresh_home(p, tctx);
+	if (tctx->home != old && valid_node(tctx->home) &&
+	    node_of_cpu(scx_bpf_task_cpu(p)) != tctx->home)
+		p->scx.slice = 0;
+}
+
 void BPF_STRUCT_OPS(nl_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = tctx_of(p);
@@ -726,13 +746,16 @@ void BPF_STRUCT_OPS(nl_running, struct task_struct *p)
 	if (at_home) {
 		if (rh)
 			*rh = -1; /* not a runaway */
-		if (tctx->reattracting) {
+		/* Back home after running away, however it came (called back or taken). */
+		if (tctx->away) {
 			if (na)
 				na->reattracted++;
 			if (ta)
 				ta->reattracted++;
 		}
-		tctx->reattracting = false;
+		tctx->away = false;
+	} else {
+		tctx->away = true;
 	}
 	if (tctx->enq_at) {
 		u64 w = now - tctx->enq_at;
@@ -764,12 +787,8 @@ void BPF_STRUCT_OPS(nl_stopping, struct task_struct *p, bool runnable)
 		p->scx.dsq_vtime += (cfg.slice_ns - p->scx.slice) * 100 / p->scx.weight;
 	s32 *rh = running_home_of(cpu);
 
-	if (rh) {
-		/* A runaway kicked home: mark it, so its return is counted. */
-		if (tctx && valid_node(tctx->home) && node != tctx->home && *rh == -1)
-			tctx->reattracting = true;
+	if (rh)
 		*rh = -1;
-	}
 	if (!tctx || !tctx->run_at || !valid_node(node))
 		return;
 	ran = now - tctx->run_at;
@@ -992,6 +1011,7 @@ struct sched_ext_ops numalab_ops = {
 	.select_cpu = (void *)nl_select_cpu,
 	.enqueue = (void *)nl_enqueue,
 	.dispatch = (void *)nl_dispatch,
+	.tick = (void *)nl_tick,
 	.runnable = (void *)nl_runnable,
 	.running = (void *)nl_running,
 	.stopping = (void *)nl_stopping,

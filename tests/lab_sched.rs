@@ -1,0 +1,178 @@
+//! `numalab sched` on a real sched_ext kernel: the lab kernel (6.12 with
+//! SCHED_CLASS_EXT, lab/kernel/build) in the 2-node guest (CPUs 0-1 on
+//! node 0, 2-3 on node 1). The mechanisms, not magnitudes:
+//! - it loads for the whole machine, runs it, unloads and says why
+//!   (sched_ext's exit: unregistered from user space);
+//! - a command homed on node 1 runs there with its memory there;
+//! - three busy loops homed on node 0's two CPUs: node 1 would idle, so it
+//!   takes one of them after the steal delay (work-conserving), counted
+//!   by distance;
+//! - a loop homed on node 0 while pinned load fills node 0 runs away, and
+//!   comes back once the load ends (re-attraction);
+//! - a second scheduler is refused (exit 2) while one runs;
+//! - SIGINT, SIGTERM, SIGHUP and SIGKILL of numalab each leave sched_ext
+//!   disabled (the kernel drops the scheduler with its loader);
+//! - `numalab restore` says what sched_ext's state is.
+//!
+//! A kernel without sched_ext is refused in tests/sched_checks.rs.
+
+mod common;
+
+use common::lab;
+use serde_json::Value;
+
+const SCRIPT: &str = r#"
+cd /tmp
+echo @@kernel; uname -r; cat /sys/kernel/sched_ext/state
+echo @@machine
+numalab sched --duration 2 -o /tmp/machine.json 2>/tmp/machine.err; echo "rc=$?"
+cat /sys/kernel/sched_ext/state
+echo @@probe
+numalab sched --home 1 -o /tmp/probe.json -- numalab probe --size 8M --counts 2 > /tmp/probe.out 2>/tmp/probe.err
+echo "rc=$?"
+grep -E '^(pages|time on each node)' /tmp/probe.out
+echo @@steal
+cat > /tmp/three.sh <<'EOS'
+hog() { while [ ! -e /tmp/stop$1 ]; do :; done; }
+hog A & hog A & hog A &
+sleep 6; touch /tmp/stopA; wait
+EOS
+numalab sched --home 0 -o /tmp/steal.json -- sh /tmp/three.sh 2>/tmp/steal.err; echo "rc=$?"
+echo @@back
+cat > /tmp/back.sh <<'EOS'
+hog() { while [ ! -e /tmp/stop$1 ]; do :; done; }
+hog B &
+sleep 5; sleep 3; touch /tmp/stopB; wait
+EOS
+numalab load --cpus 0-1 --percent 100 --duration 5 >/dev/null 2>&1 &
+L=$!
+sleep 0.5
+numalab sched --home 0 -o /tmp/back.json -- sh /tmp/back.sh 2>/tmp/back.err; echo "rc=$?"
+wait $L
+enabled() {
+    i=0
+    while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ $i -lt 100 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+}
+echo @@busy
+numalab sched --duration 60 >/dev/null 2>&1 &
+enabled
+numalab sched --duration 1; echo "rc=$?"
+for sig in INT TERM HUP KILL; do
+    echo @@sig$sig
+    enabled
+    kill -$sig $!
+    i=0
+    while [ "$(cat /sys/kernel/sched_ext/state)" != disabled ] && [ $i -lt 50 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    wait $! 2>/dev/null; echo "rc=$?"; cat /sys/kernel/sched_ext/state
+    if [ $sig != KILL ]; then numalab sched >/dev/null 2>&1 & fi
+done
+echo @@restore
+numalab restore
+for f in machine probe steal back; do echo @@$f.json; cat /tmp/$f.json; done
+echo @@errors
+cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err
+echo @@end
+"#;
+
+fn json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+fn node(doc: &Value, n: usize) -> &Value {
+    &doc["account"]["nodes"][n]
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
+    let Some(kernel) = lab::pnid_kernel() else {
+        return;
+    };
+    let Some(run) = lab::run_on(Some(&kernel), "2node", SCRIPT, 600) else {
+        return;
+    };
+    eprintln!("--- guest output ---\n{}--- end ---", run.output);
+    let s = run.finished();
+    let k: Vec<&str> = s["kernel"].lines().collect();
+    assert!(k[0].ends_with("-pnid"), "not the lab kernel: {k:?}");
+    assert_eq!(k[1], "disabled");
+
+    // The whole machine, then unloaded by us.
+    assert_eq!(s["machine"], "rc=0\ndisabled\n");
+    let m = json(&s["machine.json"]);
+    assert_eq!(m["schema"], "numalab-sched/1");
+    assert_eq!(
+        u(&m["exit"]["kind"]),
+        64,
+        "unregistered from user space: {m}"
+    );
+    let free: f64 = (0..2).map(|n| f(&node(&m, n)["free_ms"])).sum();
+    assert!(free > 0.0, "tasks without a homenode ran under it: {m}");
+
+    // Placement: homed on node 1, memory preferred there.
+    let p = &s["probe"];
+    assert!(p.starts_with("rc=0\n"), "{p}");
+    assert!(
+        p.contains("node 1: 2048 (100.0%)"),
+        "pages on the homenode: {p}"
+    );
+    let on1: f64 = p
+        .lines()
+        .find_map(|l| l.strip_prefix("time on each node: "))
+        .and_then(|l| l.split(", ").find_map(|x| x.strip_prefix("node 1 ")))
+        .and_then(|x| x.split('%').next()?.parse().ok())
+        .unwrap_or(0.0);
+    // Homed before it ran its first instruction; at most the first tick
+    // (where the scheduler sees a homenode set while a task runs) elsewhere.
+    assert!(on1 >= 95.0, "ran at home: {p}");
+    let pj = json(&s["probe.json"]);
+    assert_eq!(pj["home"], 1);
+    assert!(u(&node(&pj, 1)["runs_home"]) > 0, "{pj}");
+
+    // Work conservation: node 1 takes one of three loops homed on node 0.
+    assert!(s["steal"].starts_with("rc=0"), "{}", s["steal"]);
+    let st = json(&s["steal.json"]);
+    assert!(u(&node(&st, 0)["stolen_from"]) >= 1, "nothing stolen: {st}");
+    assert!(u(&node(&st, 1)["stole"]) >= 1, "{st}");
+    assert!(
+        f(&node(&st, 1)["guest_ms"]) > 0.0,
+        "node 1 ran a guest: {st}"
+    );
+    let by_dist = &st["account"]["steals_by_distance"];
+    assert_eq!(by_dist[0]["distance"], 20, "{st}");
+    // Still mostly at home: two of the three CPUs' worth are node 0's.
+    assert!(f(&node(&st, 0)["on_home_pct"]) > 50.0, "{st}");
+
+    // Re-attraction: run away under pinned load, come back after it.
+    assert!(s["back"].starts_with("rc=0"), "{}", s["back"]);
+    let b = json(&s["back.json"]);
+    assert!(u(&node(&b, 0)["runs_away"]) > 0, "never ran away: {b}");
+    assert!(u(&node(&b, 0)["reattracted"]) >= 1, "never came back: {b}");
+
+    // A second scheduler is refused before anything changes.
+    let busy = &s["busy"];
+    assert!(busy.contains("already enabled (ops \"numalab\")"), "{busy}");
+    assert!(busy.contains("rc=2"), "{busy}");
+
+    // Every way numalab ends unloads the scheduler.
+    for (sig, code) in [("INT", 130), ("TERM", 143), ("HUP", 129), ("KILL", 137)] {
+        let out = &s[&format!("sig{sig}")];
+        assert_eq!(out, &format!("rc={code}\ndisabled\n"), "SIG{sig}");
+    }
+    assert!(
+        s["restore"].contains("sched_ext: no BPF scheduler loaded (state disabled)"),
+        "{}",
+        s["restore"]
+    );
+}
