@@ -14,6 +14,8 @@ const SOURCES: &[&str] = &[
     "src/bpf/abi.h",
     "src/bpf/compat.h",
     "src/bpf/kernel.h",
+    "src/bpf/state.h",
+    "src/bpf/cpus.h",
 ];
 
 fn clang_major(clang: &Path) -> Option<u32> {

@@ -424,7 +424,7 @@ pub struct ProbeArgs {
     pub pnid: Option<i32>,
 
     /// The PR_PREFERRED_NID option number and argument layout of your
-    /// patched kernel: NUMBER[:poc|v2025] (101 = 2023 POC, 78 = 2025 v2).
+    /// patched kernel: NUMBER[:poc|v2025] (101 = 2023 POC, 78 = the 2025 series' v1, 79 = its v3).
     #[arg(long, value_name = "NUMBER[:LAYOUT]", requires = "pnid")]
     pub pnid_prctl: Option<String>,
 

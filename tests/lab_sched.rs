@@ -9,6 +9,8 @@
 //!   by distance;
 //! - a loop homed on node 0 while pinned load fills node 0 runs away, and
 //!   comes back once the load ends (re-attraction);
+//! - `run --pnid-via sched` runs PNID rows through it and `jobs --home-cpu
+//!   sched` homes jobs through it;
 //! - a second scheduler is refused (exit 2) while one runs;
 //! - SIGINT, SIGTERM, SIGHUP and SIGKILL of numalab each leave sched_ext
 //!   disabled (the kernel drops the scheduler with its loader);
@@ -49,6 +51,18 @@ L=$!
 sleep 0.5
 numalab sched --home 0 -o /tmp/back.json -- sh /tmp/back.sh 2>/tmp/back.err; echo "rc=$?"
 wait $L
+echo @@run
+numalab run --nodes 0,1 --nb 1 --pnid A,B --mem A --cpu F --samples 1 --size 8M --counts 1 \
+    --load 30 --pnid-via sched --out /tmp/run >/dev/null 2>/tmp/run.err; echo "rc=$?"
+grep -c '"row"' /tmp/run/samples.jsonl
+grep -o '"pnid_via": *"[a-z]*"' /tmp/run/run.json
+cat /sys/kernel/sched_ext/state
+echo @@jobs
+numalab jobs 4 --size 4M --counts 1 --home auto --home-cpu sched --no-trace --format json \
+    >/tmp/jobs.json 2>/tmp/jobs.err; echo "rc=$?"
+cat /sys/kernel/sched_ext/state
+echo @@jobs.json
+cat /tmp/jobs.json
 enabled() {
     i=0
     while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ $i -lt 100 ]; do
@@ -74,7 +88,7 @@ echo @@restore
 numalab restore
 for f in machine probe steal back; do echo @@$f.json; cat /tmp/$f.json; done
 echo @@errors
-cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err
+cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/run.err /tmp/jobs.err
 echo @@end
 "#;
 
@@ -159,6 +173,18 @@ fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
     let b = json(&s["back.json"]);
     assert!(u(&node(&b, 0)["runs_away"]) > 0, "never ran away: {b}");
     assert!(u(&node(&b, 0)["reattracted"]) >= 1, "never came back: {b}");
+
+    // The RFC's PNID rows through the scheduler: run, recorded as such,
+    // and it is unloaded after each sample.
+    let r: Vec<&str> = s["run"].lines().collect();
+    assert_eq!(r[0], "rc=0", "{}", s["errors"]);
+    assert_eq!(r[1], "2", "one sample of each of the two PNID rows");
+    assert!(r[2].ends_with("\"sched\""), "{r:?}");
+    assert_eq!(r[3], "disabled");
+    // Jobs homed through it.
+    assert!(s["jobs"].starts_with("rc=0\ndisabled"), "{}", s["errors"]);
+    let j = json(&s["jobs.json"]);
+    assert_eq!(j["home"], "auto sched", "{j}");
 
     // A second scheduler is refused before anything changes.
     let busy = &s["busy"];

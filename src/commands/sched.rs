@@ -17,6 +17,7 @@ use crate::sys::numa::Policy;
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, StateLock};
 use crate::topology::sysfs::SysRoot;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -135,7 +136,33 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
         eprintln!("sched: homenode {n}");
     }
     let deadline = a.duration.map(Duration::from_secs_f64);
+    // Progress on a terminal only: elapsed (of --duration, with the ETA),
+    // and what the scheduler has done so far, read from its maps each second.
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let (b, tpl) = match deadline {
+            Some(d) => (
+                indicatif::ProgressBar::new(d.as_secs().max(1)),
+                "sched: {elapsed} of {len} s, ETA {eta} | {msg}",
+            ),
+            None => (
+                indicatif::ProgressBar::new_spinner(),
+                "sched: {elapsed} | {msg}",
+            ),
+        };
+        b.set_style(indicatif::ProgressStyle::with_template(tpl).expect("a valid template"));
+        b
+    });
+    let mut last_status = Instant::now();
     let ended = loop {
+        if let Some(b) = &bar {
+            if last_status.elapsed() >= Duration::from_secs(1) {
+                last_status = Instant::now();
+                b.set_position(started.elapsed().as_secs());
+                if let Ok(acct) = s.account() {
+                    b.set_message(status_line(&acct));
+                }
+            }
+        }
         if let Some(pid) = child {
             if let Some(r) = crate::sys::try_reap(pid as i32)? {
                 break Ended::Exited(r);
@@ -154,6 +181,9 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     s.detach();
     let elapsed = started.elapsed().as_secs_f64();
     let acct = s.account()?;
@@ -209,6 +239,26 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
             exit.map(|x| x.reason).unwrap_or_default()
         )),
     }
+}
+
+/// One line of what the scheduler did so far, for the progress display.
+fn status_line(acct: &account::Account) -> String {
+    let (home, away): (f64, f64) = acct
+        .nodes
+        .iter()
+        .fold((0.0, 0.0), |(h, w), n| (h + n.home_ms, w + n.away_ms));
+    let sum = |f: fn(&account::NodeReport) -> u64| acct.nodes.iter().map(f).sum::<u64>();
+    format!(
+        "{} homed threads, {:.1}% of their time at home, {} steals, {} came back",
+        acct.tasks.len(),
+        if home + away > 0.0 {
+            home * 100.0 / (home + away)
+        } else {
+            0.0
+        },
+        sum(|n| n.stolen_from),
+        sum(|n| n.reattracted)
+    )
 }
 
 fn print_account(acct: &account::Account, elapsed: f64) {

@@ -85,7 +85,7 @@ pub struct JobsRecord {
     pub notes: Vec<String>,
     pub jobs: Vec<Job>,
     /// `--home` as given ("auto" or a node) and how CPUs followed it
-    /// ("agent", "pin", "float"); absent without --home.
+    /// ("agent", "pin", "float", "sched"); absent without --home.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<String>,
     /// kernel.numa_balancing while the jobs ran (the simulated kernel's for

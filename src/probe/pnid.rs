@@ -4,12 +4,13 @@
 //! It was posted in two argument layouts:
 //! - `poc` (2023 proof of concept): option 101; arg2 command (GET 0, SET 1),
 //!   arg3 nid, arg4 pid, arg5 user pointer for GET;
-//! - `v2025` (2025 series): option 78 (v2; 79 in an earlier posting); arg2
-//!   command, arg3 pid, arg4 nid (-1 clears), arg5 user pointer for GET.
+//! - `v2025` (2025 series): option 78 in its first posting (v1), 79 from v3
+//!   on, after upstream gave 78 to PR_FUTEX_HASH; arg2 command, arg3 pid,
+//!   arg4 nid (-1 clears), arg5 user pointer for GET.
 //!
-//! Upstream has since given 78 to PR_FUTEX_HASH, where arg2 0 means "set the
-//! futex hash slots": calling an option number blindly can change unrelated
-//! state. So the interface is used only on evidence from the running kernel
+//! On a kernel with PR_FUTEX_HASH, 78 is the futex hash prctl, where arg2 0
+//! means "set the futex hash slots": calling an option number blindly can
+//! change unrelated state. So the interface is used only on evidence from the running kernel
 //! (the handler `prctl_chg_pref_nid` in /proc/kallsyms, or the task field
 //! `numa_preferred_nid_force` in /proc/self/sched) or on the user's explicit
 //! `--pnid-prctl NUMBER[:LAYOUT]`. Without either, `--pnid` fails up front.
@@ -88,10 +89,11 @@ pub fn detect(proc_root: &Path) -> anyhow::Result<Interface> {
         ));
     };
     // The 2023 POC was against 6.7-rc and is what patches/linux-6.12
-    // carries to 6.12; the 2025 series was written for kernels after 6.14
-    // and uses 78, which upstream reused for PR_FUTEX_HASH: a kernel that
-    // also has the futex hash prctl carries the series under another
-    // number, so ask the user.
+    // carries to 6.12; the 2025 series was written for kernels after 6.14.
+    // Its v1 used 78; once upstream gave 78 to PR_FUTEX_HASH, v3 moved to
+    // 79. A kernel with the futex hash prctl can only carry a later
+    // version, under 79 or a number of its own: numalab does not guess, it
+    // asks (and names 79).
     let release =
         std::fs::read_to_string(proc_root.join("sys/kernel/osrelease")).unwrap_or_default();
     let (major, minor) = kernel_version(&release);
@@ -108,7 +110,8 @@ pub fn detect(proc_root: &Path) -> anyhow::Result<Interface> {
     if has_symbol("futex_hash_prctl") {
         return Err(usage(format!(
             "--pnid: found {evidence}, but this kernel also has PR_FUTEX_HASH (78), so the \
-             patch's option number is not the posted one; give --pnid-prctl NUMBER[:poc|v2025]"
+             patch is not the series' v1 (78); v3 moved to 79: give --pnid-prctl 79:v2025 \
+             if that is yours, or NUMBER[:poc|v2025]"
         )));
     }
     Ok(Interface {
@@ -188,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn series_2025_uses_78_unless_futex_hash_took_it() {
+    fn series_2025_v1_uses_78_and_a_futex_hash_kernel_is_asked_naming_79() {
         let d = proc_tree("ffff T prctl_chg_pref_nid\n", "", "6.15.0\n");
         assert_eq!(detect(d.path()).unwrap().option, 78);
         let d = proc_tree(
@@ -196,7 +199,8 @@ mod tests {
             "",
             "6.17.0\n",
         );
-        assert!(detect(d.path()).is_err());
+        let e = detect(d.path()).unwrap_err().to_string();
+        assert!(e.contains("--pnid-prctl 79:v2025"), "{e}");
         let d = proc_tree("", "numa_preferred_nid_force : -1\n", "6.15.0\n");
         assert_eq!(detect(d.path()).unwrap().layout, Layout::V2025);
     }

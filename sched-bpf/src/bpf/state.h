@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0 */
+/*
+ * The scheduler's state: its configuration (read-only, from numalab), its
+ * account, the per-task context, and the homenode of each task (explicit
+ * from numalab's `homes` map, or chosen by the node policy). Included once,
+ * by numalab_sched.bpf.c.
+ */
+#ifndef NUMALAB_STATE_H
+#define NUMALAB_STATE_H
+
+const volatile struct nl_config cfg;
+
+/*
+ * The account numalab reads: alone in .bss, so the section is exactly this
+ * struct. The scheduler's own state lives in .data.sched.
+ */
+struct nl_stats stats;
+
+#define PRIVATE __attribute__((section(".data.sched")))
+static u64 vtime_now PRIVATE;
+/* Runnable tasks counted on each node (homenode, else the CPU's node). */
+static s64 node_runnable[NL_MAX_NODES] PRIVATE;
+/* Live tasks homed on each node. */
+static s64 node_homed[NL_MAX_NODES] PRIVATE;
+/*
+ * Per node: since when its queue has had tasks waiting without a break, as
+ * the scan saw it (0: empty at the last scan). Tasks in a queue that
+ * rotates by vtime each wait at most a few slices, so a task's own wait
+ * alone would never reach a long steal delay while a node stays overloaded
+ * and another idles; the backlog does.
+ */
+static u64 backlog_since[NL_MAX_NODES] PRIVATE;
+/* Per CPU: the homenode of the running task while it runs away from it (-1: none). */
+static s32 cpu_running_home[NL_MAX_CPUS] PRIVATE;
+
+struct task_ctx {
+	s32 home;		/* -1: none */
+	s32 counted_node;	/* where node_runnable counts it; -1: not runnable */
+	u64 seq;		/* homes_seq when `homes` was last consulted */
+	u64 enq_at;		/* when it was queued (ns), 0 when not queued */
+	u64 run_at;		/* when it started running */
+	bool away;		/* last ran on another node than its homenode */
+	bool explicit_home;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* Explicit homenodes, written by numalab: tgid -> node. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, s32);
+} homes SEC(".maps");
+
+/* [0]: bumped by numalab after each change of `homes`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} homes_seq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NL_MAX_NODES);
+	__type(key, u32);
+	__type(value, struct nl_node_acct);
+} node_acct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NL_MAX_TASKS);
+	__type(key, u32);
+	__type(value, struct nl_task_acct);
+} task_acct SEC(".maps");
+
+struct timer_slot {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct timer_slot);
+} scan_timer SEC(".maps");
+
+#define MECH(m) (cfg.mechanisms & NL_MECH_##m)
+
+/*
+ * Bounded reads of the configuration. Each index is checked against its
+ * array right where it is used: the verifier tracks bounds through the
+ * check, where a check made elsewhere (valid_node) is often lost across
+ * sign extension and spills.
+ */
+static __always_inline u32 nfirst(u32 n)
+{
+	return n <= NL_MAX_NODES ? cfg.node_first[n] : 0;
+}
+
+static __always_inline s32 ncpu(u32 i)
+{
+	return i < NL_MAX_CPUS ? cfg.node_cpus[i] : -1;
+}
+
+static __always_inline u32 dist(u32 a, u32 b)
+{
+	return a < NL_MAX_NODES && b < NL_MAX_NODES ? cfg.distance[a][b] : 255;
+}
+
+/* Runnable tasks on the machine, per 1024 online CPUs, at most 1024. */
+static __always_inline u64 load_per_1024(void)
+{
+	s64 sum = 0;
+	u32 n;
+
+	bpf_for(n, 0, cfg.nr_nodes) {
+		if (n >= NL_MAX_NODES)
+			break;
+		sum += node_runnable[n];
+	}
+	if (sum <= 0 || !cfg.nr_online)
+		return 0;
+	/* Unsigned: BPF before cpu v4 has no signed division. */
+	u64 per = (u64)sum * 1024 / cfg.nr_online;
+
+	return per > 1024 ? 1024 : per;
+}
+
+/* How long a task homed on a must have waited before node b may take it, now. */
+static __always_inline u64 steal_delay(u32 a, u32 b)
+{
+	u64 lo, hi;
+
+	if (a >= NL_MAX_NODES || b >= NL_MAX_NODES)
+		return ~0ULL;
+	lo = cfg.steal_delay_ns[a][b];
+	hi = cfg.steal_delay_busy_ns[a][b];
+	if (hi <= lo)
+		return lo;
+	return lo + (hi - lo) * load_per_1024() / 1024;
+}
+
+static __always_inline u32 steal_order(u32 n, u32 i)
+{
+	return n < NL_MAX_NODES && i < NL_MAX_NODES ? cfg.steal_order[n][i] : NL_MAX_NODES;
+}
+
+static __always_inline s64 *runnable_of(u32 n)
+{
+	return n < NL_MAX_NODES ? &node_runnable[n] : NULL;
+}
+
+static __always_inline s64 *homed_of(u32 n)
+{
+	return n < NL_MAX_NODES ? &node_homed[n] : NULL;
+}
+
+static __always_inline u64 backlog_of(u32 n)
+{
+	return n < NL_MAX_NODES ? backlog_since[n] : 0;
+}
+
+static __always_inline s32 *running_home_of(u32 cpu)
+{
+	return cpu < NL_MAX_CPUS ? &cpu_running_home[cpu] : NULL;
+}
+
+static __always_inline bool vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+static __always_inline s32 node_of_cpu(s32 cpu)
+{
+	if (cpu < 0 || cpu >= NL_MAX_CPUS)
+		return -1;
+	return cfg.cpu_node[cpu];
+}
+
+static __always_inline bool valid_node(s32 n)
+{
+	return n >= 0 && n < NL_MAX_NODES && (u32)n < cfg.nr_nodes;
+}
+
+static __always_inline struct nl_node_acct *nacct(s32 node)
+{
+	u32 key = node;
+
+	if (!valid_node(node))
+		return NULL;
+	return bpf_map_lookup_elem(&node_acct, &key);
+}
+
+static __always_inline struct task_ctx *tctx_of(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* Whether p may run on at least one CPU of node n. */
+static bool node_allows(struct task_struct *p, s32 n)
+{
+	u32 i, first, last;
+
+	if (!valid_node(n))
+		return false;
+	first = nfirst(n);
+	last = nfirst(n + 1);
+	bpf_for(i, first, last) {
+		if (i >= NL_MAX_CPUS)
+			break;
+		if (bpf_cpumask_test_cpu(ncpu(i), p->cpus_ptr))
+			return true;
+	}
+	return false;
+}
+
+/* The node with the most spare CPU, leaving out `self_node`'s count of the caller. */
+static s32 pick_spare_node(s32 self_node)
+{
+	s32 best = -1;
+	s64 best_spare = 0, best_homed = 0, best_cpus = 1;
+	u32 n;
+
+	bpf_for(n, 0, cfg.nr_nodes) {
+		s64 cpus, spare, homed;
+
+		if (n >= NL_MAX_NODES)
+			break;
+		cpus = nfirst(n + 1) - nfirst(n);
+		if (cpus <= 0)
+			continue; /* a memory-only node: nothing can run there */
+		s64 *r = runnable_of(n), *h = homed_of(n);
+
+		if (!r || !h)
+			break;
+		spare = cpus - *r + ((s32)n == self_node ? 1 : 0);
+		homed = *h;
+		/* spare/cpus larger wins; ties: fewer homed tasks per CPU, then lower id. */
+		if (best < 0 || spare * best_cpus > best_spare * cpus ||
+		    (spare * best_cpus == best_spare * cpus && homed * best_cpus < best_homed * cpus)) {
+			best = n;
+			best_spare = spare;
+			best_homed = homed;
+			best_cpus = cpus;
+		}
+	}
+	return best;
+}
+
+static void set_home(struct task_struct *p, struct task_ctx *tctx, s32 node)
+{
+	s64 *h;
+
+	if (tctx->home == node)
+		return;
+	if (valid_node(tctx->home) && (h = homed_of(tctx->home)))
+		__sync_fetch_and_sub(h, 1);
+	tctx->home = node;
+	if (valid_node(node) && (h = homed_of(node)))
+		__sync_fetch_and_add(h, 1);
+}
+
+/* Picks up an explicit homenode numalab set (or cleared) since we last looked. */
+static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 zero = 0, tgid = p->tgid;
+	u64 *seq = bpf_map_lookup_elem(&homes_seq, &zero);
+	s32 *node;
+
+	if (!seq || *seq == tctx->seq)
+		return;
+	tctx->seq = *seq;
+	node = bpf_map_lookup_elem(&homes, &tgid);
+	if (node && valid_node(*node)) {
+		set_home(p, tctx, *node);
+		tctx->explicit_home = true;
+	} else if (tctx->explicit_home) {
+		set_home(p, tctx, -1);
+		tctx->explicit_home = false;
+	}
+}
+
+/* The homenode that applies now: -1 when none, or when p may not run there. */
+static s32 effective_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	refresh_home(p, tctx);
+	if (!valid_node(tctx->home) || (!MECH(QUEUE) && !MECH(PLACE)))
+		return -1;
+	if (p->nr_cpus_allowed < (int)cfg.nr_cpus && !node_allows(p, tctx->home))
+		return -1;
+	return tctx->home;
+}
+
+static struct nl_task_acct *task_acct_of(struct task_struct *p, s32 home)
+{
+	u32 pid = p->pid;
+	struct nl_task_acct *ta = bpf_map_lookup_elem(&task_acct, &pid);
+
+	if (ta) {
+		ta->home = home;
+		return ta;
+	}
+	struct nl_task_acct fresh = { .tgid = p->tgid, .home = home };
+	bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), p->comm);
+	if (bpf_map_update_elem(&task_acct, &pid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&task_acct, &pid)) {
+		__sync_fetch_and_add(&stats.tasks_untracked, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&task_acct, &pid);
+}
+
+/* An idle CPU of node n that p may use, claimed; -1 when none. */
+
+#endif /* NUMALAB_STATE_H */
