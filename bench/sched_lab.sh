@@ -7,6 +7,7 @@
 #   bash bench/sched_lab.sh cell [SAMPLES]   # the RFC's cell (a), 2node guest
 #   bash bench/sched_lab.sh jobs [REPEATS]   # the node-affine test, 4node-smt guest
 #   bash bench/sched_lab.sh cost [SECONDS]   # pipe ping-pong, default scheduler vs ours
+#   bash bench/sched_lab.sh rfc [SAMPLES]    # all 36 RFC rows, PNID rows through ours
 #
 # cell: Mem A, CPU F (float) and CPU A (pin), 60% load, NB 0 and NB 1, PNID
 #   -1 and A, once with the PNID rows through the kernel patch (prctl), once
@@ -20,10 +21,16 @@
 # cost: two threads passing a byte through two pipes (bench/pingpong.c: many short sleeps and
 #   wake-ups, no NUMA sensitivity) for SECONDS (default 10) under the
 #   kernel's scheduler and under ours, in the 2node guest; round trips/s.
+# rfc: the RFC's whole matrix (36 rows, 60% load, 16 MiB x 4 passes) with
+#   --pnid-via sched, SAMPLES per row (default 2), in the 2node guest: every
+#   row runs, none skipped.
 #
 # Memory latency is uniform under emulation: these runs show placement and
 # the scheduler's decisions, not NUMA cost (lab/README.md).
 set -euo pipefail
+# One block, read whole before it runs: editing this file during a long run
+# (or checking out another version) cannot change what the run does.
+{
 cd "$(dirname "$0")/.."
 what=${1:-cell}
 arg=${2:-}
@@ -96,17 +103,29 @@ for round in 1 2 3; do
         sleep 0.1; i=\$((i + 1))
     done
     echo "== numalab sched"; /tmp/pingpong $secs
-    kill -INT \$!; wait \$!
+    kill -INT \$!; wait \$! || true
 done
 EOF
     timeout=$((300 + secs * 10))
     topo=2node
     ;;
+rfc)
+    samples=${arg:-2}
+    cat >"$script" <<EOF
+set -e
+numalab run --pnid-via sched --samples $samples --size 16M --counts 4 --out /tmp/rfc >/dev/null 2>/tmp/rfc.err || { cat /tmp/rfc.err; exit 1; }
+numalab report /tmp/rfc
+EOF
+    timeout=$((600 + samples * 1200))
+    topo=2node
+    ;;
 *)
-    echo "usage: bash bench/sched_lab.sh cell|jobs|cost [N]" >&2
+    echo "usage: bash bench/sched_lab.sh cell|jobs|cost|rfc [N]" >&2
     exit 2
     ;;
 esac
 
 lab/guest --kernel pnid --timeout "$timeout" "$topo" "$script"
 echo "bench/sched_lab.sh $what: $((SECONDS - start)) s"
+exit
+}

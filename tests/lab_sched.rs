@@ -9,6 +9,8 @@
 //!   by distance;
 //! - a loop homed on node 0 while pinned load fills node 0 runs away, and
 //!   comes back once the load ends (re-attraction);
+//! - `--policy exec` homes each new program on the node with the most
+//!   spare CPU, spreading programs started together;
 //! - `run --pnid-via sched` runs PNID rows through it and `jobs --home-cpu
 //!   sched` homes jobs through it;
 //! - a second scheduler is refused (exit 2) while one runs;
@@ -69,6 +71,12 @@ enabled() {
         sleep 0.1; i=$((i + 1))
     done
 }
+echo @@policy
+numalab sched --policy exec --duration 8 -o /tmp/policy.json >/dev/null 2>&1 &
+S=$!
+enabled
+for i in 1 2 3 4; do sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done' & done
+wait $S; echo "rc=$?"
 echo @@busy
 numalab sched --duration 60 >/dev/null 2>&1 &
 enabled
@@ -86,7 +94,7 @@ for sig in INT TERM HUP KILL; do
 done
 echo @@restore
 numalab restore
-for f in machine probe steal back; do echo @@$f.json; cat /tmp/$f.json; done
+for f in machine probe steal back policy; do echo @@$f.json; cat /tmp/$f.json; done
 echo @@errors
 cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/run.err /tmp/jobs.err
 echo @@end
@@ -185,6 +193,14 @@ fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
     assert!(s["jobs"].starts_with("rc=0\ndisabled"), "{}", s["errors"]);
     let j = json(&s["jobs.json"]);
     assert_eq!(j["home"], "auto sched", "{j}");
+
+    // node_policy exec: each new program gets the node with the most spare
+    // CPU, so four busy programs started together are spread over both.
+    assert_eq!(s["policy"].trim(), "rc=0");
+    let pol = json(&s["policy.json"]);
+    let execs: Vec<u64> = (0..2).map(|n| u(&node(&pol, n)["homed_at_exec"])).collect();
+    assert!(execs.iter().sum::<u64>() >= 4, "{pol}");
+    assert!(execs.iter().all(|&e| e >= 1), "not spread: {execs:?}");
 
     // A second scheduler is refused before anything changes.
     let busy = &s["busy"];

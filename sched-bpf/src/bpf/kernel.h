@@ -128,7 +128,9 @@ struct bpf_iter_scx_dsq {
 #define SCX_ENQ_WAKEUP (1ULL << 0)
 #define SCX_KICK_IDLE (1ULL << 0)
 #define SCX_KICK_PREEMPT (1ULL << 1)
+#define SCX_OPS_ENQ_LAST (1ULL << 1)
 #define SCX_OPS_ENQ_EXITING (1ULL << 2)
+#define SCX_ENQ_LAST (1ULL << 41)
 #define SCX_TASK_QUEUED (1U << 0)
 
 /*

@@ -85,6 +85,22 @@ void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
 		nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
 		return;
 	}
+	/*
+	 * The last runnable task of its CPU ending its slice (SCX_OPS_ENQ_LAST:
+	 * without it sched_ext would keep it running without asking): it goes
+	 * on running here, unless it is a runaway whose homenode now has an
+	 * idle CPU; then it is queued at home below (re-attraction of a task
+	 * that runs alone, or that was homed while it ran).
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		s32 h = effective_home(p, tctx);
+
+		if (!(h >= 0 && MECH(QUEUE) && node_of_cpu(scx_bpf_task_cpu(p)) != h &&
+		      has_idle_in_node(h))) {
+			nl_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
+			return;
+		}
+	}
 	/* An idle task may bank at most one slice of credit. */
 	if (vtime_before(vtime, vtime_now - cfg.slice_ns))
 		vtime = vtime_now - cfg.slice_ns;
@@ -173,22 +189,31 @@ void BPF_STRUCT_OPS(nl_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
- * A task that runs without a break (alone on an idle CPU it is never queued
- * again) would never see a homenode numalab set after it started: look at
- * every tick, and if it runs away from a new homenode, end its slice so
- * that it is placed there.
+ * Every tick of a running task. A homenode can arrive while a task runs
+ * (numalab sets it from outside; a task that forks picks its own up then),
+ * and a task that runs alone on its CPU is never queued again, so neither
+ * placement nor the queue would ever see it. Here a task running away from
+ * its homenode is marked as a runaway (so that the scan and idle home CPUs
+ * can call it back), and when its home has an idle CPU its slice ends now:
+ * it is queued at home (nl_enqueue(), SCX_ENQ_LAST).
  */
 void BPF_STRUCT_OPS(nl_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = tctx_of(p);
-	s32 old;
+	s32 cpu, home, *rh;
 
 	if (!tctx)
 		return;
-	old = tctx->home;
-	refresh_home(p, tctx);
-	if (tctx->home != old && valid_node(tctx->home) &&
-	    node_of_cpu(scx_bpf_task_cpu(p)) != tctx->home)
+	home = effective_home(p, tctx);
+	if (home < 0 || !MECH(QUEUE))
+		return;
+	cpu = scx_bpf_task_cpu(p);
+	if (node_of_cpu(cpu) == home)
+		return;
+	rh = running_home_of(cpu);
+	if (rh)
+		*rh = home;
+	if (MECH(REATTRACT) && has_idle_in_node(home))
 		p->scx.slice = 0;
 }
 
@@ -538,5 +563,6 @@ struct sched_ext_ops numalab_ops = {
 	.enable = (void *)nl_enable,
 	.init = (void *)nl_init,
 	.exit = (void *)nl_exit,
+	.flags = SCX_OPS_ENQ_LAST,
 	.name = "numalab",
 };
