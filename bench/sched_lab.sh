@@ -9,15 +9,16 @@
 #   bash bench/sched_lab.sh cost [SECONDS]   # pipe ping-pong, default scheduler vs ours
 #   bash bench/sched_lab.sh rfc [SAMPLES]    # all 36 RFC rows, PNID rows through ours
 #
-# cell: Mem A, CPU F (float) and CPU A (pin), 60% load, NB 0 and NB 1, PNID
+# cell: (guest TOPO, default 2node; 4node-smt for SMT siblings)
+#   Mem A, CPU F (float) and CPU A (pin), 60% load, NB 0 and NB 1, PNID
 #   -1 and A, once with the PNID rows through the kernel patch (prctl), once
 #   through the agent, once through the scheduler; 16 MiB x 4 passes,
-#   SAMPLES per row (default 6). Then `numalab compare` of each PNID row
-#   against float. About 25 min for 6 samples.
+#   SAMPLES per row (default 6). Then `numalab compare` of the patch's PNID
+#   rows against the agent's and the scheduler's. About 7 min for 6 samples.
 # jobs: the document's 24 jobs on 16 CPUs over 4 nodes, scaled to the guest:
 #   12 gather-add jobs (16 MiB, 3 passes) on 8 CPUs over 4 nodes, each job
 #   homed (auto), under float (no home), pin, agent and the scheduler;
-#   REPEATS rounds (default 2). About 10 min a round.
+#   REPEATS rounds (default 2). About 1 min a round.
 # cost: two threads passing a byte through two pipes (bench/pingpong.c: many short sleeps and
 #   wake-ups, no NUMA sensitivity) for SECONDS (default 10) under the
 #   kernel's scheduler and under ours, in the 2node guest; round trips/s.
@@ -65,9 +66,11 @@ for r in prctl agent sched; do
     echo "== \$r"
     numalab report /tmp/\$r
 done
+echo "== compare: the kernel patch's PNID rows against the agent's and the scheduler's"
+numalab compare /tmp/prctl /tmp/agent /tmp/sched
 EOF
     timeout=$((600 + samples * 600))
-    topo=2node
+    topo=${TOPO:-2node}
     ;;
 jobs)
     repeats=${arg:-2}
@@ -84,7 +87,7 @@ for i in \$(seq $repeats); do
     done
 done
 EOF
-    timeout=$((repeats * 1800))
+    timeout=$((600 + repeats * 600))
     topo=4node-smt
     ;;
 cost)

@@ -188,11 +188,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     }
     match watched.ended {
         Ended::Exited(r) => {
-            let code = if libc::WIFEXITED(r.status) {
-                libc::WEXITSTATUS(r.status)
-            } else {
-                128 + libc::WTERMSIG(r.status)
-            };
+            let code = r.shell_code();
             if code != 0 {
                 std::process::exit(code);
             }

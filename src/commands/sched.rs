@@ -159,7 +159,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
                 last_status = Instant::now();
                 b.set_position(started.elapsed().as_secs());
                 if let Ok(acct) = s.account() {
-                    b.set_message(status_line(&acct));
+                    b.set_message(acct.summary());
                 }
             }
         }
@@ -221,11 +221,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     }
     match ended {
         Ended::Exited(r) => {
-            let code = if libc::WIFEXITED(r.status) {
-                libc::WEXITSTATUS(r.status)
-            } else {
-                128 + libc::WTERMSIG(r.status)
-            };
+            let code = r.shell_code();
             if code != 0 {
                 std::process::exit(code);
             }
@@ -241,26 +237,6 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     }
 }
 
-/// One line of what the scheduler did so far, for the progress display.
-fn status_line(acct: &account::Account) -> String {
-    let (home, away): (f64, f64) = acct
-        .nodes
-        .iter()
-        .fold((0.0, 0.0), |(h, w), n| (h + n.home_ms, w + n.away_ms));
-    let sum = |f: fn(&account::NodeReport) -> u64| acct.nodes.iter().map(f).sum::<u64>();
-    format!(
-        "{} homed threads, {:.1}% of their time at home, {} steals, {} came back",
-        acct.tasks.len(),
-        if home + away > 0.0 {
-            home * 100.0 / (home + away)
-        } else {
-            0.0
-        },
-        sum(|n| n.stolen_from),
-        sum(|n| n.reattracted)
-    )
-}
-
 fn print_account(acct: &account::Account, elapsed: f64) {
     eprintln!("sched: unloaded after {elapsed:.1} s; per node (tasks homed there):");
     eprint!("{}", acct.node_table().text());
@@ -273,14 +249,7 @@ fn print_account(acct: &account::Account, elapsed: f64) {
         eprint!("{}", acct.task_table(20).text());
     }
     if !acct.steals_by_distance.is_empty() {
-        eprintln!(
-            "sched: steals by distance: {}",
-            acct.steals_by_distance
-                .iter()
-                .map(|s| format!("{}: {}", s.distance, s.count))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        eprintln!("sched: steals by distance: {}", acct.steals_text());
     }
     if acct.tasks_untracked > 0 {
         eprintln!(

@@ -305,6 +305,7 @@ pub fn run(
         progress(done as u32, n as u32, t.as_secs_f64())
     })?;
     drop(load);
+    let mut sched_note = None;
     if let Some(s) = sched.as_mut() {
         s.detach();
         if let Some(x) = s.exit_info()?.filter(|x| x.is_error()) {
@@ -314,6 +315,7 @@ pub fn run(
                 x.message
             );
         }
+        sched_note = Some(s.account()?.summary());
     }
     if batch.ended != Ended::Exited {
         return Err(stop.interrupted().into());
@@ -339,6 +341,9 @@ pub fn run(
     }
 
     let mut notes = Vec::new();
+    if let Some(n) = sched_note {
+        notes.push(format!("numalab's scheduler: {n}"));
+    }
     if let Some(v) = spec.nb {
         notes.push(format!(
             "kernel.numa_balancing was set to {v} for the jobs (--nb) and put back after"

@@ -189,6 +189,47 @@ impl Account {
         (ran.len(), kept)
     }
 
+    /// "distance: count" of each distance steals happened at.
+    pub fn steals_text(&self) -> String {
+        self.steals_by_distance
+            .iter()
+            .map(|s| format!("{}: {}", s.distance, s.count))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One line of what the scheduler did: homed threads and their time at
+    /// home, placements, steals (by distance), call-backs and returns.
+    pub fn summary(&self) -> String {
+        let sum = |f: fn(&NodeReport) -> u64| self.nodes.iter().map(f).sum::<u64>();
+        let (home, away) = self
+            .nodes
+            .iter()
+            .fold((0.0, 0.0), |(h, w), n| (h + n.home_ms, w + n.away_ms));
+        let (ran, kept) = self.tasks_on_one_node(95.0);
+        format!(
+            "{} homed threads, {:.1}% of their time on their homenode, {kept} of {ran} \
+             >= 95% on one node; {} placed on an idle home CPU, {} queued at home, {} stolen{}, \
+             {} called back, {} came back",
+            self.tasks.len(),
+            if home + away > 0.0 {
+                home * 100.0 / (home + away)
+            } else {
+                0.0
+            },
+            sum(|n| n.placed_idle),
+            sum(|n| n.queued_home),
+            sum(|n| n.stolen_from),
+            if self.steals_by_distance.is_empty() {
+                String::new()
+            } else {
+                format!(" (by distance {})", self.steals_text())
+            },
+            sum(|n| n.reattract_kicks),
+            sum(|n| n.reattracted),
+        )
+    }
+
     /// The per-node table.
     pub fn node_table(&self) -> Table {
         let mut t = Table::new()
@@ -305,5 +346,11 @@ mod tests {
         // One of the two spent 95% on one node.
         assert_eq!(a.tasks_on_one_node(95.0), (2, 1));
         assert_eq!(a.tasks_on_one_node(50.0), (2, 2));
+        let line = a.summary();
+        assert!(
+            line.starts_with("2 homed threads, 90.0% of their time on their homenode, 1 of 2"),
+            "{line}"
+        );
+        assert!(line.contains("0 stolen (by distance 20: 3)"), "{line}");
     }
 }

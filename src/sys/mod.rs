@@ -352,6 +352,14 @@ impl Reaped {
     pub fn success(&self) -> bool {
         libc::WIFEXITED(self.status) && libc::WEXITSTATUS(self.status) == 0
     }
+    /// The exit code a shell would give: the code, or 128 + the signal.
+    pub fn shell_code(&self) -> i32 {
+        if libc::WIFEXITED(self.status) {
+            libc::WEXITSTATUS(self.status)
+        } else {
+            128 + libc::WTERMSIG(self.status)
+        }
+    }
     /// "exit 3" or "signal 9".
     pub fn describe(&self) -> String {
         if libc::WIFEXITED(self.status) {

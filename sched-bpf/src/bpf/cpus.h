@@ -33,30 +33,23 @@ static s32 claim_idle_in_node(struct task_struct *p, s32 n, s32 prev_cpu)
 /* Some CPU of node n that p may use (prev_cpu when it is one). */
 static s32 any_cpu_in_node(struct task_struct *p, s32 n, s32 prev_cpu)
 {
-	u32 i, first, last;
+	s32 cpu;
 
-	if (!valid_node(n) || node_of_cpu(prev_cpu) == n)
+	if (node_of_cpu(prev_cpu) == n)
 		return prev_cpu;
-	first = nfirst(n);
-	last = nfirst(n + 1);
-	bpf_for(i, first, last) {
-		if (i >= NL_MAX_CPUS)
-			break;
-		if (bpf_cpumask_test_cpu(ncpu(i), p->cpus_ptr))
-			return ncpu(i);
-	}
-	return prev_cpu;
+	cpu = first_allowed_cpu(p, n);
+	return cpu >= 0 ? cpu : prev_cpu;
 }
 
-/* Whether node n has an idle CPU (without claiming it). */
-static bool has_idle_in_node(s32 n)
+/* An idle CPU of node n, not claimed (it may be taken meanwhile); -1 when none. */
+static s32 idle_cpu_in_node(s32 n)
 {
 	const struct cpumask *idle;
 	u32 i, first, last;
-	bool found = false;
+	s32 found = -1;
 
 	if (!valid_node(n))
-		return false;
+		return -1;
 	idle = scx_bpf_get_idle_cpumask();
 	first = nfirst(n);
 	last = nfirst(n + 1);
@@ -64,7 +57,7 @@ static bool has_idle_in_node(s32 n)
 		if (i >= NL_MAX_CPUS)
 			break;
 		if (bpf_cpumask_test_cpu(ncpu(i), idle)) {
-			found = true;
+			found = ncpu(i);
 			break;
 		}
 	}
@@ -72,32 +65,20 @@ static bool has_idle_in_node(s32 n)
 	return found;
 }
 
+static __always_inline bool has_idle_in_node(s32 n)
+{
+	return idle_cpu_in_node(n) >= 0;
+}
+
 /* Wakes one idle CPU of node n (without claiming it); false when none is idle. */
 static bool kick_idle_in_node(s32 n)
 {
-	const struct cpumask *idle;
-	u32 i, first, last;
-	bool kicked = false;
+	s32 cpu = idle_cpu_in_node(n);
 
-	if (!valid_node(n))
+	if (cpu < 0)
 		return false;
-	idle = scx_bpf_get_idle_cpumask();
-	first = nfirst(n);
-	last = nfirst(n + 1);
-	bpf_for(i, first, last) {
-		s32 cpu;
-
-		if (i >= NL_MAX_CPUS)
-			break;
-		cpu = ncpu(i);
-		if (bpf_cpumask_test_cpu(cpu, idle)) {
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-			kicked = true;
-			break;
-		}
-	}
-	scx_bpf_put_idle_cpumask(idle);
-	return kicked;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
 }
 
 /*

@@ -134,10 +134,13 @@ void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
 		 * a guest where it runs (queued there, where any CPU, its home's
 		 * first of all, may take it at once): sending it home now would
 		 * only queue it behind the backlog it was taken from. It goes
-		 * back when a home CPU is idle (re-attraction).
+		 * back when a home CPU is idle (re-attraction), and at once when
+		 * the node it runs on has a backlog of its own: it was taken
+		 * there because that node would have idled, and it no longer
+		 * would (no guest displaces the node's own tasks).
 		 */
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && valid_node(here) && here != home &&
-		    !has_idle_in_node(home)) {
+		    !has_idle_in_node(home) && scx_bpf_dsq_nr_queued(here) <= 0) {
 			nl_insert_vtime(p, here, cfg.slice_ns, vtime, enq_flags);
 			return;
 		}
@@ -493,23 +496,8 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 		}
 		if (scx_bpf_dsq_nr_queued(n) <= 0)
 			backlog_since[n] = 0;
-		if (MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0) {
-			const struct cpumask *idle = scx_bpf_get_idle_cpumask();
-			bool has_idle = false;
-			u32 first = nfirst(n), last = nfirst(n + 1);
-
-			bpf_for(i, first, last) {
-				if (i >= NL_MAX_CPUS)
-					break;
-				if (bpf_cpumask_test_cpu(ncpu(i), idle)) {
-					has_idle = true;
-					break;
-				}
-			}
-			scx_bpf_put_idle_cpumask(idle);
-			if (has_idle)
-				reattract_to(n);
-		}
+		if (MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0 && has_idle_in_node(n))
+			reattract_to(n);
 	}
 	bpf_timer_start(timer, cfg.timer_ns, 0);
 	return 0;

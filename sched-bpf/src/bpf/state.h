@@ -203,22 +203,22 @@ static __always_inline struct task_ctx *tctx_of(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
-/* Whether p may run on at least one CPU of node n. */
-static bool node_allows(struct task_struct *p, s32 n)
+/* The first CPU of node n that p may run on; -1 when none. */
+static s32 first_allowed_cpu(struct task_struct *p, s32 n)
 {
 	u32 i, first, last;
 
 	if (!valid_node(n))
-		return false;
+		return -1;
 	first = nfirst(n);
 	last = nfirst(n + 1);
 	bpf_for(i, first, last) {
 		if (i >= NL_MAX_CPUS)
 			break;
 		if (bpf_cpumask_test_cpu(ncpu(i), p->cpus_ptr))
-			return true;
+			return ncpu(i);
 	}
-	return false;
+	return -1;
 }
 
 /* The node with the most spare CPU, leaving out `self_node`'s count of the caller. */
@@ -293,7 +293,7 @@ static s32 effective_home(struct task_struct *p, struct task_ctx *tctx)
 	refresh_home(p, tctx);
 	if (!valid_node(tctx->home) || (!MECH(QUEUE) && !MECH(PLACE)))
 		return -1;
-	if (p->nr_cpus_allowed < (int)cfg.nr_cpus && !node_allows(p, tctx->home))
+	if (p->nr_cpus_allowed < (int)cfg.nr_cpus && first_allowed_cpu(p, tctx->home) < 0)
 		return -1;
 	return tctx->home;
 }
