@@ -110,9 +110,13 @@ static bool steal_from(s32 from, s32 to, u64 now)
 		if (!tctx)
 			continue;
 		homed = valid_node(tctx->home) && tctx->home == from;
-		/* Homed: it waited the delay, or its home has been backlogged that long. */
-		if (homed && now - tctx->enq_at < delay &&
-		    (!backlog_of(from) || now - backlog_of(from) < delay))
+		/*
+		 * Homed: it waited the delay, or its home has been saturated that
+		 * long; and the move evens the two nodes' load out.
+		 */
+		if (homed && ((now - tctx->enq_at < delay &&
+			       (!backlog_of(from) || now - backlog_of(from) < delay)) ||
+			      !evens_out(from, to)))
 			continue;
 		if (!nl_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			continue;

@@ -444,10 +444,10 @@ int BPF_PROG(nl_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 }
 
 /*
- * The periodic scan: for each node with queued tasks, note since when it is
- * backlogged, and wake an idle CPU of the nearest node whose steal delay has
- * passed for the oldest waiter or the backlog; for each node with an idle
- * CPU and nothing queued, call one runaway home.
+ * The periodic scan: for each node, update how saturated it has been and
+ * since when it is backlogged; where tasks wait, wake an idle CPU of the
+ * nearest node whose steal delay has passed for the oldest waiter or the
+ * backlog; where a CPU is idle and nothing waits, call one runaway home.
  */
 static int scan(void *map, int *key, struct bpf_timer *timer)
 {
@@ -459,9 +459,25 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 		struct task_struct *p;
 		u64 oldest = 0;
 		u32 depth = 0;
+		bool idle, sat;
 
 		if (n >= NL_MAX_NODES)
 			break;
+		/*
+		 * Saturated: tasks wait and no CPU of the node is idle. Its share
+		 * of the recent scans, a moving average (1/16 per scan, 1024 =
+		 * every scan), decides the backlog: from when the average passes
+		 * 3/4 until it falls below again. A moment's idle CPU or empty
+		 * queue then ends nothing, and a node busy only part of the time
+		 * (a duty-cycled load beside the task) never has one.
+		 */
+		idle = has_idle_in_node(n);
+		sat = scx_bpf_dsq_nr_queued(n) > 0 && !idle;
+		sat_score[n] = sat_score[n] - sat_score[n] / 16 + (sat ? 64 : 0);
+		if (sat_score[n] < 768)
+			backlog_since[n] = 0;
+		else if (!backlog_since[n])
+			backlog_since[n] = now;
 		if (scx_bpf_dsq_nr_queued(n) > 0) {
 			/* A timer runs outside the scheduler's RCU section; iterating needs one. */
 			bpf_rcu_read_lock();
@@ -474,9 +490,7 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 					oldest = tctx->enq_at;
 			}
 			bpf_rcu_read_unlock();
-			if (!backlog_since[n])
-				backlog_since[n] = now;
-			if (backlog_since[n] < oldest || !oldest)
+			if (backlog_since[n] && (backlog_since[n] < oldest || !oldest))
 				oldest = backlog_since[n];
 			if (oldest) {
 				bpf_for(i, 0, cfg.nr_nodes - 1) {
@@ -494,9 +508,7 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 				}
 			}
 		}
-		if (scx_bpf_dsq_nr_queued(n) <= 0)
-			backlog_since[n] = 0;
-		if (MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0 && has_idle_in_node(n))
+		if (idle && MECH(REATTRACT) && scx_bpf_dsq_nr_queued(n) == 0)
 			reattract_to(n);
 	}
 	bpf_timer_start(timer, cfg.timer_ns, 0);

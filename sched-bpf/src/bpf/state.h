@@ -23,13 +23,14 @@ static s64 node_runnable[NL_MAX_NODES] PRIVATE;
 /* Live tasks homed on each node. */
 static s64 node_homed[NL_MAX_NODES] PRIVATE;
 /*
- * Per node: since when its queue has had tasks waiting without a break, as
- * the scan saw it (0: empty at the last scan). Tasks in a queue that
+ * Per node: since when it has been backlogged (0: it is not), and how
+ * saturated the scan has found it lately (scan()). Tasks in a queue that
  * rotates by vtime each wait at most a few slices, so a task's own wait
  * alone would never reach a long steal delay while a node stays overloaded
  * and another idles; the backlog does.
  */
 static u64 backlog_since[NL_MAX_NODES] PRIVATE;
+static u32 sat_score[NL_MAX_NODES] PRIVATE;
 /* Per CPU: the homenode of the running task while it runs away from it (-1: none). */
 static s32 cpu_running_home[NL_MAX_CPUS] PRIVATE;
 
@@ -165,6 +166,27 @@ static __always_inline s64 *homed_of(u32 n)
 static __always_inline u64 backlog_of(u32 n)
 {
 	return n < NL_MAX_NODES ? backlog_since[n] : 0;
+}
+
+/* CPUs of node n. */
+static __always_inline s64 cpus_of(u32 n)
+{
+	return n < NL_MAX_NODES ? (s64)nfirst(n + 1) - (s64)nfirst(n) : 0;
+}
+
+/*
+ * Whether moving one task from node `from` to node `to` evens their load
+ * out (runnable tasks per CPU, the mover counted on `from`): the steal of a
+ * homed task must buy the task more CPU, not trade one queue for another.
+ */
+static __always_inline bool evens_out(u32 from, u32 to)
+{
+	s64 *rf = runnable_of(from), *rt = runnable_of(to);
+	s64 cf = cpus_of(from), ct = cpus_of(to);
+
+	if (!rf || !rt || cf <= 0 || ct <= 0)
+		return false;
+	return (*rf - 1) * ct >= (*rt + 1) * cf;
 }
 
 static __always_inline s32 *running_home_of(u32 cpu)
