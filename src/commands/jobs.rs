@@ -173,11 +173,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         crate::trace::tracefs::Tracefs::preflight().map_err(no_tracing)?;
     }
     if home.as_ref().is_some_and(|h| h.cpu == jobs::HomeCpu::Sched) {
-        // SAFETY: geteuid takes no arguments and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        crate::sched::check::can_load(&sys, euid)
-            .map_err(|e| usage(format!("--home-cpu sched: {e}")))?;
-        crate::sched::build_config(&topo, &crate::sched::Options::default())
+        crate::sched::preflight(&sys, &topo, &Default::default())
             .map_err(|e| usage(format!("--home-cpu sched: {e}")))?;
     }
     if a.nb.is_some() && !state::writable(state::NUMA_BALANCING) {

@@ -171,19 +171,14 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         }
     };
     spec.check_memory(&crate::topology::sysfs::SysRoot::new(sysfs_root), &topo)?;
-    let sched_cfg = if via_sched {
-        // Before any change: the scheduler must be able to load here.
-        // SAFETY: geteuid takes no arguments and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        crate::sched::check::can_load(&crate::topology::sysfs::SysRoot::new(sysfs_root), euid)
-            .map_err(|e| usage(format!("--pnid-via sched: {e}")))?;
-        Some(
-            crate::sched::build_config(&topo, &crate::sched::Options::default())
-                .map_err(|e| usage(format!("--pnid-via sched: {e}")))?,
-        )
-    } else {
-        None
-    };
+    // Before any change: the scheduler must be able to load here.
+    let sched_cfg = via_sched
+        .then(|| {
+            let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+            crate::sched::preflight(&sys, &topo, &Default::default())
+                .map_err(|e| usage(format!("--pnid-via sched: {e}")))
+        })
+        .transpose()?;
     if spec.trace {
         // Before any change: tracing must be possible (root, tracefs).
         Tracefs::preflight()?;

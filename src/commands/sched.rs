@@ -12,7 +12,7 @@
 use crate::cli::SchedArgs;
 use crate::error::usage;
 use crate::home::launch;
-use crate::sched::{self, account, check, loader::Scheduler, NodePolicy, Options};
+use crate::sched::{self, account, loader::Scheduler, NodePolicy, Options};
 use crate::sys::numa::Policy;
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, StateLock};
@@ -69,7 +69,6 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
         }
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
-    let cfg = sched::build_config(&topo, &opts).map_err(usage)?;
     let home = match a.home.as_deref().map(str::trim) {
         None => None,
         Some("auto") => {
@@ -97,9 +96,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
             }
         }
     };
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    check::can_load(&sys, euid).map_err(usage)?;
+    let cfg = sched::preflight(&sys, &topo, &opts).map_err(usage)?;
 
     let lock = StateLock::acquire(&state::state_dir(), "numalab sched")?;
     lock.refuse_if_unfinished()?;

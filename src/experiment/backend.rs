@@ -489,15 +489,8 @@ impl Backend for Host {
         };
         drop(load);
         if let Some(mut s) = sched {
-            s.detach();
-            if let Some(x) = s.exit_info()?.filter(|x| x.is_error()) {
-                anyhow::bail!(
-                    "row [{:02}]: sched_ext stopped numalab's scheduler during the sample: {} {}",
-                    row.id,
-                    x.reason,
-                    x.message
-                );
-            }
+            s.detach_checked()
+                .with_context(|| format!("row [{:02}]'s sample", row.id))?;
         }
         let knobs_changed = changed_knobs(&knobs, &read_knobs(&knob_paths, read));
         if batch.ended != crate::exec::Ended::Exited {

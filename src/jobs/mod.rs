@@ -191,6 +191,15 @@ fn homes(topo: &Topology, h: &HomeSpec, n: u32) -> anyhow::Result<Vec<u32>> {
     Ok(crate::home::observe::assign_homes(&rooms, n as usize))
 }
 
+/// Each homenode with the jobs (indices) homed on it, nodes in order.
+fn jobs_by_node(homes: &[u32]) -> Vec<(u32, Vec<usize>)> {
+    let mut by: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, &node) in homes.iter().enumerate() {
+        by.entry(node).or_default().push(i);
+    }
+    by.into_iter().collect()
+}
+
 /// Runs the jobs; `progress(done, n, elapsed)` after each poll.
 pub fn run(
     topo: &Topology,
@@ -261,12 +270,11 @@ pub fn run(
         Some(homes),
     ) = (&spec.home, &job_homes)
     {
-        for node in homes.iter().collect::<BTreeSet<_>>() {
-            let jobs: Vec<usize> = (0..homes.len()).filter(|&i| homes[i] == *node).collect();
+        for (node, jobs) in jobs_by_node(homes) {
             let agent = crate::home::Agent::new(
                 crate::topology::sysfs::SysRoot::new("/"),
-                *node,
-                crate::home::home_cpus(topo, *node)?,
+                node,
+                crate::home::home_cpus(topo, node)?,
                 crate::home::Thresholds::default(),
                 Duration::from_millis(crate::home::EXPERIMENT_WINDOW_MS),
                 None,
@@ -288,14 +296,9 @@ pub fn run(
         }),
         agents: agents.iter_mut().map(|(a, j)| (a, j.clone())).collect(),
         sched_homes: match (&sched, &job_homes) {
-            (Some(s), Some(homes)) => homes
-                .iter()
-                .collect::<BTreeSet<_>>()
+            (Some(s), Some(homes)) => jobs_by_node(homes)
                 .into_iter()
-                .map(|node| {
-                    let jobs = (0..homes.len()).filter(|&i| homes[i] == *node).collect();
-                    (s, *node, jobs)
-                })
+                .map(|(node, jobs)| (s, node, jobs))
                 .collect(),
             _ => Vec::new(),
         },
@@ -307,14 +310,7 @@ pub fn run(
     drop(load);
     let mut sched_note = None;
     if let Some(s) = sched.as_mut() {
-        s.detach();
-        if let Some(x) = s.exit_info()?.filter(|x| x.is_error()) {
-            anyhow::bail!(
-                "sched_ext stopped numalab's scheduler during the jobs: {} {}",
-                x.reason,
-                x.message
-            );
-        }
+        s.detach_checked().context("the jobs")?;
         sched_note = Some(s.account()?.summary());
     }
     if batch.ended != Ended::Exited {

@@ -233,6 +233,21 @@ impl Scheduler {
         self.exec_link.take();
     }
 
+    /// Unloads now, as [`Scheduler::detach`], and fails when sched_ext had
+    /// stopped the scheduler on an error before (a stall, a BPF error):
+    /// what ran under it then ran under the kernel's own scheduler.
+    pub fn detach_checked(&mut self) -> anyhow::Result<()> {
+        self.detach();
+        if let Some(x) = self.exit_info()?.filter(|x| x.is_error()) {
+            anyhow::bail!(
+                "sched_ext stopped numalab's scheduler while it ran: {} {}",
+                x.reason,
+                x.message
+            );
+        }
+        Ok(())
+    }
+
     /// Whether the scheduler is still attached by us.
     pub fn attached(&self) -> bool {
         self.ops_link.is_some()

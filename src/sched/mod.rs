@@ -258,5 +258,21 @@ pub fn build_config(topo: &Topology, o: &Options) -> Result<Config, String> {
     Ok(c)
 }
 
+/// Everything `run --pnid-via sched`, `jobs --home-cpu sched` and
+/// `numalab sched` check before anything changes: this kernel and user can
+/// load the scheduler now ([`check::can_load`]), and this machine fits it
+/// ([`build_config`]). Err is the reason, for an exit-2 message.
+pub fn preflight(
+    sys: &crate::topology::sysfs::SysRoot,
+    topo: &Topology,
+    o: &Options,
+) -> Result<Config, String> {
+    let cfg = build_config(topo, o)?;
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    check::can_load(sys, euid)?;
+    Ok(cfg)
+}
+
 #[cfg(test)]
 mod tests;
