@@ -287,6 +287,21 @@ static void set_home(struct task_struct *p, struct task_ctx *tctx, s32 node)
 	tctx->home = node;
 	if (valid_node(node) && (h = homed_of(node)))
 		__sync_fetch_and_add(h, 1);
+	/*
+	 * A runnable task is counted on its homenode (nl_runnable()): move the
+	 * count with the home, or the spare CPU the node policy reads would
+	 * still show it where it became runnable (programs exec'd together all
+	 * went to one node).
+	 */
+	if (valid_node(tctx->counted_node) && valid_node(node) && tctx->counted_node != node) {
+		s64 *from = runnable_of(tctx->counted_node), *to = runnable_of(node);
+
+		if (from && to) {
+			__sync_fetch_and_sub(from, 1);
+			__sync_fetch_and_add(to, 1);
+			tctx->counted_node = node;
+		}
+	}
 }
 
 /* Picks up an explicit homenode numalab set (or cleared) since we last looked. */
