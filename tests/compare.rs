@@ -99,6 +99,7 @@ fn write_traced_run(
                 trace: trace.clone(),
                 stop: None,
                 balance: None,
+                sched: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;

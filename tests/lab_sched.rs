@@ -9,6 +9,8 @@
 //!   by distance;
 //! - a loop homed on node 0 while pinned load fills node 0 runs away, and
 //!   comes back once the load ends (re-attraction);
+//! - a loop homed on node 0 beside a duty-cycled load on every CPU is not
+//!   stolen: the move would only trade one node's overload for another's;
 //! - `--policy exec` homes each new program on the node with the most
 //!   spare CPU, spreading programs started together;
 //! - `run --pnid-via sched` runs PNID rows through it and `jobs --home-cpu
@@ -27,6 +29,12 @@ use serde_json::Value;
 
 const SCRIPT: &str = r#"
 cd /tmp
+enabled() {
+    i=0
+    while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ $i -lt 300 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+}
 echo @@kernel; uname -r; cat /sys/kernel/sched_ext/state
 echo @@machine
 numalab sched --duration 2 -o /tmp/machine.json 2>/tmp/machine.err; echo "rc=$?"
@@ -53,10 +61,22 @@ L=$!
 sleep 0.5
 numalab sched --home 0 -o /tmp/back.json -- sh /tmp/back.sh 2>/tmp/back.err; echo "rc=$?"
 wait $L
+echo @@duty
+cat > /tmp/one.sh <<'EOS'
+hog() { while [ ! -e /tmp/stop$1 ]; do :; done; }
+hog D &
+sleep 8; touch /tmp/stopD; wait
+EOS
+numalab sched --home 0 -o /tmp/duty.json -- sh /tmp/one.sh 2>/tmp/duty.err &
+S=$!
+enabled
+numalab load --percent 90 --duration 6 >/dev/null 2>&1
+wait $S; echo "rc=$?"
 echo @@run
 numalab run --nodes 0,1 --nb 1 --pnid A,B --mem A --cpu F --samples 1 --size 8M --counts 1 \
     --load 30 --pnid-via sched --out /tmp/run >/dev/null 2>/tmp/run.err; echo "rc=$?"
 grep -c '"row"' /tmp/run/samples.jsonl
+grep -c '"sched":{"home":' /tmp/run/samples.jsonl
 grep -o '"pnid_via": *"[a-z]*"' /tmp/run/run.json
 cat /sys/kernel/sched_ext/state
 echo @@jobs
@@ -65,12 +85,6 @@ numalab jobs 4 --size 4M --counts 1 --home auto --home-cpu sched --no-trace --fo
 cat /sys/kernel/sched_ext/state
 echo @@jobs.json
 cat /tmp/jobs.json
-enabled() {
-    i=0
-    while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ $i -lt 100 ]; do
-        sleep 0.1; i=$((i + 1))
-    done
-}
 echo @@policy
 numalab sched --policy exec --duration 8 -o /tmp/policy.json >/dev/null 2>&1 &
 S=$!
@@ -94,9 +108,9 @@ for sig in INT TERM HUP KILL; do
 done
 echo @@restore
 numalab restore
-for f in machine probe steal back policy; do echo @@$f.json; cat /tmp/$f.json; done
+for f in machine probe steal back duty policy; do echo @@$f.json; cat /tmp/$f.json; done
 echo @@errors
-cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/run.err /tmp/jobs.err
+cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/duty.err /tmp/run.err /tmp/jobs.err
 echo @@end
 "#;
 
@@ -182,13 +196,32 @@ fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
     assert!(u(&node(&b, 0)["runs_away"]) > 0, "never ran away: {b}");
     assert!(u(&node(&b, 0)["reattracted"]) >= 1, "never came back: {b}");
 
-    // The RFC's PNID rows through the scheduler: run, recorded as such,
-    // and it is unloaded after each sample.
+    // Regression: a duty-cycled load on every CPU (the RFC's cell (a))
+    // beside a loop homed on node 0 got the loop stolen again and again on
+    // the SMT guest (12 steals a sample; here 16 in 8 s), because a steal
+    // was judged on the moment's runnable counts, where node 1 looked idle
+    // in each of its load's pauses. Judged on the nodes' load averages, it
+    // would only trade node 0's overload for node 1's: none.
+    assert!(s["duty"].starts_with("rc=0"), "{}", s["duty"]);
+    let d = json(&s["duty.json"]);
+    assert!(
+        f(&node(&d, 1)["free_ms"]) > 1000.0,
+        "the load ran beside it: {d}"
+    );
+    assert!(
+        u(&node(&d, 0)["stolen_from"]) <= 2,
+        "stolen under a duty-cycled load: {d}"
+    );
+    assert!(f(&node(&d, 0)["on_home_pct"]) >= 98.0, "{d}");
+
+    // The RFC's PNID rows through the scheduler: run, recorded as such
+    // with its account of the probe, and it is unloaded after each sample.
     let r: Vec<&str> = s["run"].lines().collect();
     assert_eq!(r[0], "rc=0", "{}", s["errors"]);
     assert_eq!(r[1], "2", "one sample of each of the two PNID rows");
-    assert!(r[2].ends_with("\"sched\""), "{r:?}");
-    assert_eq!(r[3], "disabled");
+    assert_eq!(r[2], "2", "each sample has the scheduler's account: {r:?}");
+    assert!(r[3].ends_with("\"sched\""), "{r:?}");
+    assert_eq!(r[4], "disabled");
     // Jobs homed through it.
     assert!(s["jobs"].starts_with("rc=0\ndisabled"), "{}", s["errors"]);
     let j = json(&s["jobs.json"]);

@@ -100,6 +100,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
                 trace,
                 stop: None,
                 balance: None,
+                sched: None,
             };
             record::append_sample(dir, &rec, true).unwrap();
             seq += 1;
@@ -149,6 +150,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
                 residency_source: "kernel trace".into(),
                 home_node: None,
                 cpu_time: None,
+                sched: None,
             }
         })
         .collect();

@@ -85,6 +85,7 @@ fn sample(seq: u64) -> SampleRecord {
         trace: None,
         stop: None,
         balance: None,
+        sched: None,
     }
 }
 

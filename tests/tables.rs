@@ -131,6 +131,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
             trace: None,
             stop: None,
             balance: None,
+            sched: None,
         };
         f(&mut rec);
         samples.push(rec);
@@ -323,6 +324,7 @@ fn jobs() -> JobsRecord {
             wait_ns: 1_000_000_000 * k as u64,
             timeslices: Some(900 + k as u64),
         }),
+        sched: None,
     };
     JobsRecord {
         schema: JOBS_SCHEMA.into(),

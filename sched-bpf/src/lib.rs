@@ -85,14 +85,16 @@ pub struct NodeAcct {
     pub wait_max_ns: u64,
     pub homed_at_exec: u64,
     pub homed_at_fork: u64,
+    pub stolen_backlog: u64,
+    pub guest_kept: u64,
 }
 
 impl NodeAcct {
     /// Adds another CPU's slot: sums, except the maximum.
     pub fn add(&mut self, o: &NodeAcct) {
         let max = self.wait_max_ns.max(o.wait_max_ns);
-        let a: &mut [u64; 18] = bytemuck::cast_mut(self);
-        let b: &[u64; 18] = bytemuck::cast_ref(o);
+        let a: &mut [u64; 20] = bytemuck::cast_mut(self);
+        let b: &[u64; 20] = bytemuck::cast_ref(o);
         for (x, y) in a.iter_mut().zip(b) {
             *x += y;
         }
@@ -116,6 +118,8 @@ pub struct TaskAcct {
     pub reattracted: u64,
     pub stolen: u64,
     pub placed_idle: u64,
+    pub stolen_backlog: u64,
+    pub guest_kept: u64,
 }
 
 /// `struct nl_stats`: the object's `.bss`.

@@ -88,6 +88,8 @@ pub struct Sampled {
     pub knobs_changed: Vec<String>,
     /// Load-balancing counters over the sample, when traced.
     pub balance: Option<SampleBalance>,
+    /// The scheduler's account of the probe (`--pnid-via sched` rows).
+    pub sched: Option<crate::sched::account::ProcessAccount>,
 }
 
 /// Every knob `row` runs under, by system path: NB, migration_cost_ns when
@@ -488,9 +490,18 @@ impl Backend for Host {
             _ => None,
         };
         drop(load);
+        let mut sched_account = None;
         if let Some(mut s) = sched {
             s.detach_checked()
                 .with_context(|| format!("row [{:02}]'s sample", row.id))?;
+            let pid = batch.children.first().map(|c| c.pid);
+            match s.account() {
+                Ok(a) => sched_account = pid.and_then(|pid| a.of_process(pid)),
+                Err(e) => eprintln!(
+                    "run: row [{:02}]: this sample has no scheduler account: {e:#}",
+                    row.id
+                ),
+            }
         }
         let knobs_changed = changed_knobs(&knobs, &read_knobs(&knob_paths, read));
         if batch.ended != crate::exec::Ended::Exited {
@@ -525,6 +536,7 @@ impl Backend for Host {
             knobs,
             knobs_changed,
             balance,
+            sched: sched_account,
         })
     }
 }

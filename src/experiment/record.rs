@@ -98,6 +98,10 @@ pub struct SampleRecord {
     /// moves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub balance: Option<crate::analysis::balance::SampleBalance>,
+    /// `run --pnid-via sched`: numalab's scheduler's account of the probe
+    /// over the sample (time on its homenode, steals and why, returns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::sched::account::ProcessAccount>,
 }
 
 pub fn meta_path(dir: &Path) -> PathBuf {
@@ -454,6 +458,7 @@ mod tests {
             trace: None,
             stop: None,
             balance: None,
+            sched: None,
         })
         .unwrap();
         let e = append_sample(&dir, &rec, true).unwrap_err();

@@ -174,6 +174,7 @@ pub fn execute(
             knobs,
             knobs_changed,
             balance,
+            sched,
         } = match backend.sample(&row, &meta.spec, stop, guard) {
             Ok(v) => v,
             Err(e) if e.is::<Interrupted>() => break,
@@ -197,6 +198,7 @@ pub fn execute(
             trace,
             stop: row_stop,
             balance,
+            sched,
         };
         // Each sample reaches the disk before the next starts, unless
         // samples come faster than every SYNC_EVERY (the simulator): then

@@ -422,6 +422,7 @@ impl Sim {
             knobs,
             knobs_changed: Vec::new(),
             balance,
+            sched: None,
         })
     }
 }

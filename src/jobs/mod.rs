@@ -55,6 +55,10 @@ pub struct Job {
     /// schedstat, and in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_time: Option<crate::probe::record::CpuTime>,
+    /// `--home-cpu sched`: numalab's scheduler's account of the job (its
+    /// time at home, steals and why, returns; docs/sched-schema.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::sched::account::ProcessAccount>,
 }
 
 impl Job {
@@ -309,9 +313,12 @@ pub fn run(
     })?;
     drop(load);
     let mut sched_note = None;
+    let mut sched_account = None;
     if let Some(s) = sched.as_mut() {
         s.detach_checked().context("the jobs")?;
-        sched_note = Some(s.account()?.summary());
+        let a = s.account()?;
+        sched_note = Some(a.summary());
+        sched_account = Some(a);
     }
     if batch.ended != Ended::Exited {
         return Err(stop.interrupted().into());
@@ -412,6 +419,7 @@ pub fn run(
                 residency_source: source.into(),
                 home_node: job_homes.as_ref().map(|h| h[i]),
                 cpu_time: rec.cpu_time.clone(),
+                sched: sched_account.as_ref().and_then(|a| a.of_process(j.pid)),
             }
         })
         .collect();

@@ -242,6 +242,7 @@ mod tests {
             residency_source: "kernel trace".into(),
             home_node: None,
             cpu_time: None,
+            sched: None,
         };
         JobsRecord {
             schema: SCHEMA.into(),

@@ -277,5 +277,6 @@ fn job_row(topo: &Topology, m: &Machine, i: usize, r: &JobResult, home: Option<u
             wait_ns: loop_ns.saturating_sub(r.run_ns_loop),
             timeslices: None,
         }),
+        sched: None,
     }
 }

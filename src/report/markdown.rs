@@ -42,5 +42,6 @@ pub fn render(
         out.push_str("\n\n");
         out.push_str(&balance.markdown());
     }
+    out.push_str(&super::sched::render_markdown(stats));
     out
 }

@@ -22,6 +22,7 @@ pub mod json;
 pub mod markdown;
 pub mod observer;
 pub mod rows;
+pub mod sched;
 pub mod text;
 pub mod traced;
 
@@ -63,6 +64,8 @@ pub struct RowStats {
     pub traced: Option<traced::TracedRow>,
     /// The load balancer's cross-node moves (`run --trace`).
     pub balance: Option<balance::BalanceRow>,
+    /// numalab's scheduler's account of the probe (`run --pnid-via sched`).
+    pub sched: Option<sched::SchedRow>,
     /// The precision reached: the time's CI95 half-width as % of its mean.
     pub precision_pct: Option<f64>,
     /// Adaptive runs: why and after how many samples the row stopped
@@ -81,51 +84,59 @@ pub fn row_stats(meta: &RunMeta, samples: &[SampleRecord]) -> Vec<RowStats> {
         .iter()
         .map(|row| {
             let mine: Vec<&SampleRecord> = samples.iter().filter(|s| s.row == row.id).collect();
-            let times: Vec<f64> = mine
-                .iter()
-                .map(|s| s.probe.timing.total_ns as f64 / 1e9)
-                .collect();
-            let precision_pct = crate::experiment::adaptive::precision_pct(&times);
-            let time = Sample::new(times).ok().map(|s| s.summary());
-            let stopped = mine.iter().rev().find(|s| s.stop.is_some());
-            let cross: Vec<f64> = mine
-                .iter()
-                .map(|s| s.probe.migrations.cross_node as f64)
-                .collect();
-            let kern: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| s.probe.observation.kernel_migrations.map(|k| k as f64))
-                .collect();
-            let on: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| s.probe.residency.on_mem_node_pct)
-                .collect();
-            let wait: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| s.probe.cpu_time.as_ref().and_then(|c| c.wait_pct()))
-                .collect();
-            RowStats {
-                n: mine.len(),
-                noisy: time.as_ref().is_some_and(|t| t.n >= 2 && t.cv > NOISY_CV),
-                time,
-                cross_node_mean: mean(&cross),
-                kernel_migrations_mean: mean(&kern),
-                on_mem_node_pct_mean: mean(&on),
-                wait_pct_mean: mean(&wait),
-                placement_mismatches: mine
-                    .iter()
-                    .filter(|s| !s.probe.placement.matches_request)
-                    .count(),
-                knobs_changed: mine.iter().filter(|s| !s.knobs_changed.is_empty()).count(),
-                traced: traced::traced_row(&mine),
-                balance: balance::balance_row(&mine),
-                row: row.clone(),
-                precision_pct,
-                stop: stopped.and_then(|s| s.stop.clone()),
-                stop_seq: stopped.map(|s| s.seq),
-            }
+            RowStats::of(row.clone(), &mine)
         })
         .collect()
+}
+
+impl RowStats {
+    /// One row's statistics over its samples (`mine`, all of this row).
+    pub fn of(row: Row, mine: &[&SampleRecord]) -> RowStats {
+        let times: Vec<f64> = mine
+            .iter()
+            .map(|s| s.probe.timing.total_ns as f64 / 1e9)
+            .collect();
+        let precision_pct = crate::experiment::adaptive::precision_pct(&times);
+        let time = Sample::new(times).ok().map(|s| s.summary());
+        let stopped = mine.iter().rev().find(|s| s.stop.is_some());
+        let cross: Vec<f64> = mine
+            .iter()
+            .map(|s| s.probe.migrations.cross_node as f64)
+            .collect();
+        let kern: Vec<f64> = mine
+            .iter()
+            .filter_map(|s| s.probe.observation.kernel_migrations.map(|k| k as f64))
+            .collect();
+        let on: Vec<f64> = mine
+            .iter()
+            .filter_map(|s| s.probe.residency.on_mem_node_pct)
+            .collect();
+        let wait: Vec<f64> = mine
+            .iter()
+            .filter_map(|s| s.probe.cpu_time.as_ref().and_then(|c| c.wait_pct()))
+            .collect();
+        RowStats {
+            n: mine.len(),
+            noisy: time.as_ref().is_some_and(|t| t.n >= 2 && t.cv > NOISY_CV),
+            time,
+            cross_node_mean: mean(&cross),
+            kernel_migrations_mean: mean(&kern),
+            on_mem_node_pct_mean: mean(&on),
+            wait_pct_mean: mean(&wait),
+            placement_mismatches: mine
+                .iter()
+                .filter(|s| !s.probe.placement.matches_request)
+                .count(),
+            knobs_changed: mine.iter().filter(|s| !s.knobs_changed.is_empty()).count(),
+            traced: traced::traced_row(mine),
+            balance: balance::balance_row(mine),
+            sched: sched::sched_row(mine),
+            row,
+            precision_pct,
+            stop: stopped.and_then(|s| s.stop.clone()),
+            stop_seq: stopped.map(|s| s.seq),
+        }
+    }
 }
 
 /// Renders a report in `format`.

@@ -37,5 +37,6 @@ pub fn render(
     out.push_str(&super::rows::extra_table(&rows, meta.spec.precision.is_some()).text());
     out.push_str(&super::traced::render_text(&rows, samples));
     out.push_str(&super::balance::render_text(&rows));
+    out.push_str(&super::sched::render_text(stats));
     out
 }

@@ -8,7 +8,7 @@
 
 use crate::table::{num, Table};
 use numalab_sched_bpf::{c_str, NodeAcct, Stats, TaskAcct};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "numalab-sched/1";
 
@@ -57,6 +57,11 @@ pub struct NodeReport {
     pub reattract_kicks: u64,
     pub reattracted: u64,
     pub stolen_from: u64,
+    /// Of `stolen_from`: taken before their own wait reached the steal
+    /// delay, because this node had been backlogged that long.
+    pub stolen_backlog: u64,
+    /// Slices a runaway homed here went on running where it was, as a guest.
+    pub guest_kept: u64,
     pub stole: u64,
     pub stole_free: u64,
     pub wait_mean_ms: Option<f64>,
@@ -80,6 +85,10 @@ pub struct TaskReport {
     pub placed_idle: u64,
     pub reattracted: u64,
     pub stolen: u64,
+    pub stolen_backlog: u64,
+    pub guest_kept: u64,
+    /// Times it waited in a queue, their mean and longest wait.
+    pub waits: u64,
     pub wait_mean_ms: Option<f64>,
     pub wait_max_ms: f64,
 }
@@ -89,6 +98,30 @@ pub struct TaskReport {
 pub struct Steals {
     pub distance: u32,
     pub count: u64,
+}
+
+/// One process's threads under the scheduler, summed: what a run's sample
+/// records of its probe (`run --pnid-via sched`; docs/run-schema.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessAccount {
+    pub home: i32,
+    pub threads: u32,
+    pub ran_ms: f64,
+    pub on_home_pct: Option<f64>,
+    pub runs: u64,
+    pub runs_home: u64,
+    pub placed_idle: u64,
+    /// Times another node took one of its threads from the home queue, and
+    /// of those, the ones its home's backlog allowed before the thread's
+    /// own wait reached the steal delay.
+    pub stolen: u64,
+    pub stolen_backlog: u64,
+    /// Slices it went on running away from home as a guest.
+    pub guest_kept: u64,
+    /// Times it came back home after running away.
+    pub reattracted: u64,
+    pub wait_mean_ms: Option<f64>,
+    pub wait_max_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +154,8 @@ impl Account {
                 reattract_kicks: a.reattract_kicks,
                 reattracted: a.reattracted,
                 stolen_from: a.stolen_from,
+                stolen_backlog: a.stolen_backlog,
+                guest_kept: a.guest_kept,
                 stole: a.stole,
                 stole_free: a.stole_free,
                 wait_mean_ms: (a.waits > 0).then(|| ms(a.wait_ns) / a.waits as f64),
@@ -146,6 +181,9 @@ impl Account {
                     placed_idle: t.placed_idle,
                     reattracted: t.reattracted,
                     stolen: t.stolen,
+                    stolen_backlog: t.stolen_backlog,
+                    guest_kept: t.guest_kept,
+                    waits: t.waits,
                     wait_mean_ms: (t.waits > 0).then(|| ms(t.wait_ns) / t.waits as f64),
                     wait_max_ms: ms(t.wait_max_ns),
                 }
@@ -187,6 +225,47 @@ impl Account {
             })
             .count();
         (ran.len(), kept)
+    }
+
+    /// The account of one process's threads (a run's probe), summed; None
+    /// when none of them ran homed.
+    pub fn of_process(&self, tgid: u32) -> Option<ProcessAccount> {
+        let mine: Vec<&TaskReport> = self
+            .tasks
+            .iter()
+            .filter(|t| t.tgid as i64 == tgid as i64)
+            .collect();
+        let first = mine.first()?;
+        let sum = |f: fn(&TaskReport) -> u64| mine.iter().map(|t| f(t)).sum::<u64>();
+        let (ran, home) = mine.iter().fold((0.0, 0.0), |(r, h), t| {
+            let here = usize::try_from(t.home)
+                .ok()
+                .and_then(|h| t.node_ms.get(h))
+                .copied()
+                .unwrap_or(0.0);
+            (r + t.node_ms.iter().sum::<f64>(), h + here)
+        });
+        let waits: Vec<(f64, u64)> = mine
+            .iter()
+            .filter_map(|t| t.wait_mean_ms.map(|m| (m, t.waits)))
+            .collect();
+        let wait_n: u64 = waits.iter().map(|w| w.1).sum();
+        Some(ProcessAccount {
+            home: first.home,
+            threads: mine.len() as u32,
+            ran_ms: ran,
+            on_home_pct: (ran > 0.0).then(|| home * 100.0 / ran),
+            runs: sum(|t| t.runs),
+            runs_home: sum(|t| t.runs_home),
+            placed_idle: sum(|t| t.placed_idle),
+            stolen: sum(|t| t.stolen),
+            stolen_backlog: sum(|t| t.stolen_backlog),
+            guest_kept: sum(|t| t.guest_kept),
+            reattracted: sum(|t| t.reattracted),
+            wait_mean_ms: (wait_n > 0)
+                .then(|| waits.iter().map(|(m, n)| m * *n as f64).sum::<f64>() / wait_n as f64),
+            wait_max_ms: mine.iter().map(|t| t.wait_max_ms).fold(0.0, f64::max),
+        })
     }
 
     /// "distance: count" of each distance steals happened at.
@@ -245,6 +324,8 @@ impl Account {
             .right("called back")
             .right("came back")
             .right("stolen")
+            .right("backlog")
+            .right("kept away")
             .right("stole")
             .bar()
             .right("wait mean ms")
@@ -262,6 +343,8 @@ impl Account {
                 n.reattract_kicks.to_string(),
                 n.reattracted.to_string(),
                 n.stolen_from.to_string(),
+                n.stolen_backlog.to_string(),
+                n.guest_kept.to_string(),
                 (n.stole + n.stole_free).to_string(),
                 num(n.wait_mean_ms, 3, "-"),
                 format!("{:.3}", n.wait_max_ms),
@@ -281,6 +364,8 @@ impl Account {
             .right("runs")
             .right("came back")
             .right("stolen")
+            .right("backlog")
+            .right("kept away")
             .right("wait mean ms");
         let mut v: Vec<&TaskReport> = self.tasks.iter().collect();
         v.sort_by(|a, b| {
@@ -297,6 +382,8 @@ impl Account {
                 k.runs.to_string(),
                 k.reattracted.to_string(),
                 k.stolen.to_string(),
+                k.stolen_backlog.to_string(),
+                k.guest_kept.to_string(),
                 num(k.wait_mean_ms, 3, "-"),
             ]);
         }
@@ -352,5 +439,40 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("0 stolen (by distance 20: 3)"), "{line}");
+    }
+
+    #[test]
+    fn a_process_account_sums_its_threads_and_only_its_threads() {
+        let mut a1 = task(1, &[100, 900]);
+        a1.stolen = 2;
+        a1.stolen_backlog = 1;
+        a1.runs = 10;
+        let mut a2 = task(1, &[0, 1000]);
+        a2.waits = 6;
+        a2.wait_ns = 6_000_000;
+        a2.wait_max_ns = 4_000_000;
+        let mut other = task(1, &[1000, 0]);
+        other.tgid = 8;
+        let a = Account::new(
+            vec![NodeAcct::default(), NodeAcct::default()],
+            vec![(11, a1), (12, a2), (13, other)],
+            &Stats::zeroed(),
+        );
+        let p = a.of_process(7).expect("two threads of 7");
+        assert_eq!(p.threads, 2);
+        assert_eq!(p.home, 1);
+        assert!(
+            (p.on_home_pct.unwrap() - 95.0).abs() < 1e-9,
+            "1900 of 2000 ns at home"
+        );
+        assert_eq!((p.stolen, p.stolen_backlog, p.runs), (2, 1, 10));
+        // 2 waits of 1.5 ms and 6 of 1 ms: 1.125 ms each on average.
+        assert!(
+            (p.wait_mean_ms.unwrap() - 1.125).abs() < 1e-9,
+            "{:?}",
+            p.wait_mean_ms
+        );
+        assert_eq!(p.wait_max_ms, 4.0);
+        assert!(a.of_process(9).is_none());
     }
 }

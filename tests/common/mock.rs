@@ -84,6 +84,7 @@ impl Backend for Mock {
                 Vec::new()
             },
             balance: None,
+            sched: None,
         })
     }
 }

@@ -86,6 +86,9 @@ struct nl_node_acct {
 	u64 wait_max_ns;
 	u64 homed_at_exec;	/* homenodes chosen here by the node policy */
 	u64 homed_at_fork;
+	u64 stolen_backlog;	/* of stolen_from: taken before their own wait reached the
+				 * delay, because their home had been backlogged that long */
+	u64 guest_kept;		/* runaways homed here kept running as guests at slice end */
 };
 
 /* Per homed task (a hash map keyed by thread id). */
@@ -102,6 +105,8 @@ struct nl_task_acct {
 	u64 reattracted;
 	u64 stolen;		/* times another node took it from its home queue */
 	u64 placed_idle;
+	u64 stolen_backlog;	/* of stolen: allowed by its home's backlog, not its own wait */
+	u64 guest_kept;		/* slices it went on running away from home, as a guest */
 };
 
 /* Global, in .bss. */

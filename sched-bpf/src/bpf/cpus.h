@@ -112,25 +112,32 @@ static bool steal_from(s32 from, s32 to, u64 now)
 		homed = valid_node(tctx->home) && tctx->home == from;
 		/*
 		 * Homed: it waited the delay, or its home has been saturated that
-		 * long; and the move evens the two nodes' load out.
+		 * long; and the move evens the two nodes' load out, now and on
+		 * average.
 		 */
 		if (homed && ((now - tctx->enq_at < delay &&
 			       (!backlog_of(from) || now - backlog_of(from) < delay)) ||
-			      !evens_out(from, to)))
+			      !evens_out(from, to) ||
+			      (MECH(STEAL_DELAY) && !evens_out_on_average(from, to))))
 			continue;
 		if (!nl_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			continue;
 		if (homed) {
 			struct nl_node_acct *victim = nacct(from), *thief = nacct(to);
 			struct nl_task_acct *ta = task_acct_of(p, from);
+			bool by_backlog = now - tctx->enq_at < delay;
 			u32 d = dist(from, to);
 
-			if (victim)
+			if (victim) {
 				victim->stolen_from++;
+				victim->stolen_backlog += by_backlog;
+			}
 			if (thief)
 				thief->stole++;
-			if (ta)
+			if (ta) {
 				ta->stolen++;
+				ta->stolen_backlog += by_backlog;
+			}
 			if (d < 256)
 				__sync_fetch_and_add(&stats.steals_by_distance[d], 1);
 		} else {

@@ -141,6 +141,12 @@ void BPF_STRUCT_OPS(nl_enqueue, struct task_struct *p, u64 enq_flags)
 		 */
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && valid_node(here) && here != home &&
 		    !has_idle_in_node(home) && scx_bpf_dsq_nr_queued(here) <= 0) {
+			struct nl_task_acct *ta = task_acct_of(p, home);
+
+			if (na)
+				na->guest_kept++;
+			if (ta)
+				ta->guest_kept++;
 			nl_insert_vtime(p, here, cfg.slice_ns, vtime, enq_flags);
 			return;
 		}
@@ -449,15 +455,29 @@ int BPF_PROG(nl_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
  * nearest node whose steal delay has passed for the oldest waiter or the
  * backlog; where a CPU is idle and nothing waits, call one runaway home.
  */
+/*
+ * scan()'s note that a task without a homenode (or a guest) waits in the
+ * node's queue. A global, not a local: the verifier does not track its
+ * value, so the queue walk's states do not double with it (a local made
+ * the timer callback exceed the verifier's budget).
+ */
+static bool free_waits PRIVATE;
+
 static int scan(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
 	u32 n, i;
 
+	u64 dt = now - last_scan_ns;
+	bool first = !last_scan_ns;
+
 	__sync_fetch_and_add(&stats.timer_runs, 1);
+	if (dt > LOAD_TAU_NS)
+		dt = LOAD_TAU_NS;
+	last_scan_ns = now;
 	bpf_for(n, 0, cfg.nr_nodes) {
 		struct task_struct *p;
-		u64 oldest = 0;
+		u64 oldest = 0; /* the longest-waiting task homed here */
 		u32 depth = 0;
 		bool idle, sat;
 
@@ -467,17 +487,22 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 		 * Saturated: tasks wait and no CPU of the node is idle. Its share
 		 * of the recent scans, a moving average (1/16 per scan, 1024 =
 		 * every scan), decides the backlog: from when the average passes
-		 * 3/4 until it falls below again. A moment's idle CPU or empty
-		 * queue then ends nothing, and a node busy only part of the time
-		 * (a duty-cycled load beside the task) never has one.
+		 * 3/4 and another node is less loaded by more than a task on
+		 * average (could_give()), until either ends. A moment's idle CPU
+		 * or empty queue then ends nothing; a node busy only part of the
+		 * time (a duty-cycled load beside the task) never has one; and
+		 * nodes equally overloaded (jobs homed evenly) have none until
+		 * one of them runs out of work, so the delay counts from then.
 		 */
+		update_load_avg(n, dt, first);
 		idle = has_idle_in_node(n);
 		sat = scx_bpf_dsq_nr_queued(n) > 0 && !idle;
 		sat_score[n] = sat_score[n] - sat_score[n] / 16 + (sat ? 64 : 0);
-		if (sat_score[n] < 768)
+		if (sat_score[n] < 768 || !could_give(n))
 			backlog_since[n] = 0;
 		else if (!backlog_since[n])
 			backlog_since[n] = now;
+		free_waits = false;
 		if (scx_bpf_dsq_nr_queued(n) > 0) {
 			/* A timer runs outside the scheduler's RCU section; iterating needs one. */
 			bpf_rcu_read_lock();
@@ -486,13 +511,19 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 
 				if (++depth > 8)
 					break;
-				if (tctx && tctx->enq_at && (!oldest || tctx->enq_at < oldest))
-					oldest = tctx->enq_at;
+				if (!tctx || !tctx->enq_at)
+					continue;
+				if (tctx->home == (s32)n) {
+					if (!oldest || tctx->enq_at < oldest)
+						oldest = tctx->enq_at;
+				} else if (p->nr_cpus_allowed > 1) {
+					free_waits = true; /* any node takes it at once */
+				}
 			}
 			bpf_rcu_read_unlock();
-			if (backlog_since[n] && (backlog_since[n] < oldest || !oldest))
+			if (oldest && backlog_since[n] && backlog_since[n] < oldest)
 				oldest = backlog_since[n];
-			if (oldest) {
+			if (oldest || free_waits) {
 				bpf_for(i, 0, cfg.nr_nodes - 1) {
 					u32 to;
 
@@ -501,7 +532,9 @@ static int scan(void *map, int *key, struct bpf_timer *timer)
 					to = steal_order(n, i);
 					if (to >= NL_MAX_NODES)
 						break;
-					if (MECH(STEAL_DELAY) && now - oldest < steal_delay(n, to))
+					if (MECH(STEAL_DELAY) && !free_waits &&
+					    (now - oldest < steal_delay(n, to) ||
+					     !evens_out_on_average(n, to)))
 						continue;
 					if (kick_idle_in_node(to))
 						break;

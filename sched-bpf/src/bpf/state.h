@@ -31,6 +31,18 @@ static s64 node_homed[NL_MAX_NODES] PRIVATE;
  */
 static u64 backlog_since[NL_MAX_NODES] PRIVATE;
 static u32 sat_score[NL_MAX_NODES] PRIVATE;
+/*
+ * Per node: its runnable tasks x1024, averaged over time by the scan
+ * (update_load_avg()), and when the scan last ran. A duty-cycled load
+ * makes a node's count swing every few milliseconds; whether a steal
+ * evens the load out is judged on the average, as the kernel's balancer
+ * judges PELT's, not on the moment's count.
+ */
+static u64 load_avg[NL_MAX_NODES] PRIVATE;
+static u64 last_scan_ns PRIVATE;
+/* The average's time constant: PELT's half-life. */
+#define LOAD_TAU_NS (32ULL * 1000 * 1000)
+
 /* Per CPU: the homenode of the running task while it runs away from it (-1: none). */
 static s32 cpu_running_home[NL_MAX_CPUS] PRIVATE;
 
@@ -187,6 +199,63 @@ static __always_inline bool evens_out(u32 from, u32 to)
 	if (!rf || !rt || cf <= 0 || ct <= 0)
 		return false;
 	return (*rf - 1) * ct >= (*rt + 1) * cf;
+}
+
+/* One step of node n's load average towards its count now, after dt ns. */
+static __always_inline void update_load_avg(u32 n, u64 dt, bool first)
+{
+	s64 *r = runnable_of(n);
+	u64 x, avg;
+
+	if (!r || n >= NL_MAX_NODES)
+		return;
+	x = *r > 0 ? (u64)*r * 1024 : 0;
+	avg = load_avg[n];
+	if (first)
+		avg = x;
+	else if (x >= avg)
+		avg += (x - avg) * dt / LOAD_TAU_NS;
+	else
+		avg -= (avg - x) * dt / LOAD_TAU_NS;
+	load_avg[n] = avg;
+}
+
+/*
+ * evens_out() on the nodes' load averages: true when moving one task from
+ * `from` to `to` leaves `from` at least as loaded per CPU as `to`. A node
+ * that is over its CPUs only part of the time, beside a node busy the rest
+ * of it (the RFC's duty-cycled load), would only trade its overload for the
+ * other's: no steal. A node whose load stays over another's (jobs piled on
+ * one node, or the others' jobs done) still gives up tasks.
+ */
+static __always_inline bool evens_out_on_average(u32 from, u32 to)
+{
+	s64 cf = cpus_of(from), ct = cpus_of(to);
+	u64 af, at;
+
+	if (from >= NL_MAX_NODES || to >= NL_MAX_NODES || cf <= 0 || ct <= 0)
+		return false;
+	af = load_avg[from];
+	at = load_avg[to];
+	if (af < 1024)
+		return false;
+	return (af - 1024) * (u64)ct >= (at + 1024) * (u64)cf;
+}
+
+/* Whether some other node could take a task from node n on average. */
+static bool could_give(u32 n)
+{
+	u32 i;
+
+	bpf_for(i, 0, cfg.nr_nodes - 1) {
+		u32 to = steal_order(n, i);
+
+		if (to >= NL_MAX_NODES)
+			break;
+		if (evens_out_on_average(n, to))
+			return true;
+	}
+	return false;
 }
 
 static __always_inline s32 *running_home_of(u32 cpu)
