@@ -64,7 +64,9 @@ pub struct RowStats {
     pub traced: Option<traced::TracedRow>,
     /// The load balancer's cross-node moves (`run --trace`).
     pub balance: Option<balance::BalanceRow>,
-    /// numalab's scheduler's account of the probe (`run --pnid-via sched`).
+    /// numalab's scheduler's account of the probe (`run --pnid-via sched`);
+    /// left out of the JSON report for rows without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sched: Option<sched::SchedRow>,
     /// The precision reached: the time's CI95 half-width as % of its mean.
     pub precision_pct: Option<f64>,
