@@ -429,6 +429,33 @@ pub fn sync_samples(dir: &Path) -> anyhow::Result<()> {
     .with_context(|| format!("syncing {}", p.display()))
 }
 
+/// A sample of row `row` with a real probe record and nothing else: for
+/// unit tests of the code that reads records.
+#[cfg(test)]
+impl SampleRecord {
+    pub(crate) fn fixture(row: usize) -> SampleRecord {
+        SampleRecord {
+            schema: SAMPLE_SCHEMA.into(),
+            row,
+            sample: 0,
+            seq: 0,
+            numa_balancing: None,
+            migration_cost_ns: None,
+            knobs: Default::default(),
+            knobs_changed: Vec::new(),
+            wall_ns: 1,
+            probe: serde_json::from_str(include_str!(
+                "../../tests/fixtures/probe-record-before-numa.json"
+            ))
+            .expect("the fixture is a probe record"),
+            trace: None,
+            stop: None,
+            balance: None,
+            sched: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,26 +468,7 @@ mod tests {
         let dir = file.join("run"); // under a file: ENOTDIR on every write
         let e = write_atomic(&dir.join("report.txt"), b"r").unwrap_err();
         assert!(format!("{e:#}").contains("file/run/report.txt"), "{e:#}");
-        let rec: SampleRecord = serde_json::from_str(include_str!(
-            "../../tests/fixtures/probe-record-before-numa.json"
-        ))
-        .map(|probe| SampleRecord {
-            schema: SAMPLE_SCHEMA.into(),
-            row: 0,
-            sample: 0,
-            seq: 0,
-            numa_balancing: None,
-            migration_cost_ns: None,
-            knobs: Default::default(),
-            knobs_changed: Vec::new(),
-            wall_ns: 1,
-            probe,
-            trace: None,
-            stop: None,
-            balance: None,
-            sched: None,
-        })
-        .unwrap();
+        let rec = SampleRecord::fixture(0);
         let e = append_sample(&dir, &rec, true).unwrap_err();
         assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
         let found = SamplesFile {

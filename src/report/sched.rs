@@ -112,28 +112,12 @@ pub fn render_markdown(stats: &[RowStats]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::record::SAMPLE_SCHEMA;
     use crate::sched::account::ProcessAccount;
 
     fn sample(row: usize, acct: Option<ProcessAccount>) -> SampleRecord {
         SampleRecord {
-            schema: SAMPLE_SCHEMA.into(),
-            row,
-            sample: 0,
-            seq: 0,
-            numa_balancing: None,
-            migration_cost_ns: None,
-            knobs: Default::default(),
-            knobs_changed: Vec::new(),
-            wall_ns: 1,
-            probe: serde_json::from_str(include_str!(
-                "../../tests/fixtures/probe-record-before-numa.json"
-            ))
-            .unwrap(),
-            trace: None,
-            stop: None,
-            balance: None,
             sched: acct,
+            ..SampleRecord::fixture(row)
         }
     }
 
