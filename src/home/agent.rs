@@ -98,6 +98,9 @@ pub struct Agent {
     sys: SysRoot,
     home: u32,
     home_cpus: IdSet,
+    /// The other nodes' CPUs (where a widened task may go), from sysfs;
+    /// without NUMA sysfs, one group: every CPU outside the homenode.
+    others: Vec<IdSet>,
     th: Thresholds,
     window: Duration,
     roots: BTreeSet<i32>,
@@ -119,10 +122,17 @@ impl Agent {
         window: Duration,
         log: Option<Box<dyn Write>>,
     ) -> Agent {
+        let others = crate::topology::sysfs::node_cpulists(&sys)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, cpus)| cpus.difference(&home_cpus))
+            .filter(|c| !c.is_empty())
+            .collect();
         Agent {
             sys,
             home,
             home_cpus,
+            others,
             th,
             window,
             roots: BTreeSet::new(),
@@ -369,8 +379,9 @@ impl Agent {
         let win_ns = now.duration_since(t0).as_nanos().max(1) as f64;
         let home_idle = observe::idle_cpus(&stat0, &stat, &self.home_cpus);
         let shares = observe::idle_shares(&stat0, &stat);
-        // The idlest CPU outside the homenode, per distinct own mask.
-        let mut away: BTreeMap<String, f64> = BTreeMap::new();
+        // Per distinct own mask, its CPUs outside the homenode: the idlest
+        // one's idle share, their busy shares summed, how many.
+        let mut away: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
         // Measure; let go of tasks that set their own mask.
         let mut input = Vec::new();
         let mut released = Vec::new();
@@ -393,14 +404,27 @@ impl Agent {
                 let on_home = t.state.mode == Mode::Wide
                     && observe::last_cpu(&self.sys, t.tgid, *tid)
                         .is_some_and(|c| self.home_cpus.contains(c));
-                let away_idle = *away.entry(t.original.to_string()).or_insert_with(|| {
-                    observe::idlest(&shares, &t.original.difference(&self.home_cpus))
-                });
+                let (away_idle, away_busy, away_cpus) =
+                    *away.entry(t.original.to_string()).or_insert_with(|| {
+                        let outside = t.original.difference(&self.home_cpus);
+                        let groups: Vec<IdSet> = if self.others.is_empty() {
+                            vec![outside.clone()]
+                        } else {
+                            self.others.iter().map(|g| g.intersection(&outside)).collect()
+                        };
+                        let (busy, n) = observe::least_busy(&shares, &groups);
+                        (observe::idlest(&shares, &outside), busy, n)
+                    });
                 let w = Window {
                     delay: (d1.saturating_sub(d0) as f64 / win_ns).clamp(0.0, 1.0),
                     run: (r1.saturating_sub(r0) as f64 / win_ns).clamp(0.0, 1.0),
                     on_home,
                     away_idle,
+                    // Filled in below, once every task's waiting is known.
+                    home_demand: 0.0,
+                    home_cpus: 0.0,
+                    away_busy,
+                    away_cpus,
                 };
                 input.push((*tid, t.state, w));
             }
@@ -421,6 +445,18 @@ impl Agent {
                 );
                 self.emit(e);
             }
+        }
+        // The homenode's demand: its CPUs' busy time and what the tasks
+        // held to it waited.
+        let (home_busy, home_n) = observe::busy_cpus(&shares, &self.home_cpus);
+        let waiting: f64 = input
+            .iter()
+            .filter(|(_, s, _)| s.mode == Mode::Narrow)
+            .map(|(_, _, w)| w.delay)
+            .sum();
+        for (_, _, w) in input.iter_mut() {
+            w.home_demand = home_busy + waiting;
+            w.home_cpus = home_n;
         }
         let states: Vec<(TaskState, Window)> = input.iter().map(|(_, s, w)| (*s, *w)).collect();
         let out = policy::step(&self.th, home_idle, &states);

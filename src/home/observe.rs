@@ -88,6 +88,25 @@ pub fn idlest(shares: &BTreeMap<u32, f64>, cpus: &IdSet) -> f64 {
         .fold(0.0, |m: f64, x| m.max(*x))
 }
 
+/// The busy shares of `cpus` summed (CPUs' worth of busy time), and how
+/// many of them were measured.
+pub fn busy_cpus(shares: &BTreeMap<u32, f64>, cpus: &IdSet) -> (f64, f64) {
+    cpus.iter()
+        .filter_map(|c| shares.get(&c))
+        .fold((0.0, 0.0), |(b, n), idle| (b + (1.0 - idle), n + 1.0))
+}
+
+/// Of `groups` (nodes' CPUs), the one least busy per CPU: its busy shares
+/// summed and its measured CPUs; (0, 0) when none was measured.
+pub fn least_busy(shares: &BTreeMap<u32, f64>, groups: &[IdSet]) -> (f64, f64) {
+    groups
+        .iter()
+        .map(|g| busy_cpus(shares, g))
+        .filter(|&(_, n)| n > 0.0)
+        .min_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)))
+        .unwrap_or((0.0, 0.0))
+}
+
 /// Free memory of a node in bytes (`MemFree` of `nodeN/meminfo`).
 pub fn node_free_bytes(sys: &SysRoot, node: u32) -> Option<u64> {
     let text = sys

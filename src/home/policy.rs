@@ -13,7 +13,16 @@
 //!   **widened** to its own mask (work-conserving: a CPU elsewhere idles
 //!   while it waits). Waiting alone is not enough: under an even load (the
 //!   RFC's 60 % on every CPU) a task waits as much on any CPU, and moving it
-//!   would only take it from its memory.
+//!   would only take it from its memory. Nor is a CPU idle in the window
+//!   enough: the move must also even the load out over the window
+//!   ([`Window::evens_out`], the test numalab's scheduler makes on its load
+//!   averages): the homenode's demand per CPU without the task (its CPUs'
+//!   busy time plus the followed tasks' waiting there) must stay at least
+//!   the busy time per CPU, with the task, of the least busy other node
+//!   it may run on. Under a
+//!   duty-cycled load on every CPU a homenode with the task is over its
+//!   CPUs part of the time while CPUs elsewhere idle in their load's
+//!   pauses; moving it would only trade the one overload for the other.
 //! - A **wide** task is **narrowed** back (re-attraction) once it has been
 //!   wide for `min_wide` windows and the homenode had room for it for
 //!   `narrow_windows` windows in a row. Room: idle capacity, minus
@@ -165,6 +174,27 @@ pub struct Window {
     /// The idlest CPU of the task's own mask outside the homenode: its
     /// idle share of the window (0 when there is none).
     pub away_idle: f64,
+    /// The homenode's demand over the window, in CPUs: its CPUs' busy
+    /// shares plus the run delay of the followed tasks narrowed to it.
+    pub home_demand: f64,
+    pub home_cpus: f64,
+    /// Of the other nodes, the least busy per CPU within the task's own
+    /// mask: its CPUs' busy shares summed, and how many they are.
+    pub away_busy: f64,
+    pub away_cpus: f64,
+}
+
+impl Window {
+    /// Whether moving this task off its homenode evens the load out over
+    /// the window: the homenode's demand per CPU without it stays at least
+    /// that of the CPUs it would go to, with it.
+    pub fn evens_out(&self) -> bool {
+        if self.home_cpus <= 0.0 || self.away_cpus <= 0.0 {
+            return false;
+        }
+        let d = (self.run + self.delay).clamp(0.0, 1.0);
+        (self.home_demand - d) / self.home_cpus >= (self.away_busy + d) / self.away_cpus
+    }
 }
 
 /// A change for one task.
@@ -189,7 +219,10 @@ pub fn step(
         }
         let mut n = *s;
         n.in_mode = n.in_mode.saturating_add(1);
-        n.over = if w.delay >= th.widen_delay && w.away_idle >= w.run + th.widen_gain {
+        n.over = if w.delay >= th.widen_delay
+            && w.away_idle >= w.run + th.widen_gain
+            && w.evens_out()
+        {
             n.over + 1
         } else {
             0

@@ -9,8 +9,13 @@ fn win(delay: f64, run: f64) -> Window {
         delay,
         run,
         on_home: false,
-        // An idle CPU elsewhere, unless a test says otherwise.
+        // An idle CPU elsewhere, unless a test says otherwise, on an idle
+        // node of 2 CPUs beside a full homenode of 2.
         away_idle: 1.0,
+        home_demand: 2.0 + delay,
+        home_cpus: 2.0,
+        away_busy: 0.0,
+        away_cpus: 2.0,
     }
 }
 
@@ -307,4 +312,35 @@ proptest! {
             None => prop_assert!(own.intersection(&home).is_empty()),
         }
     }
+}
+
+/// Regression: in cell (a) on the SMT guest (60 % load on every CPU) the
+/// agent kept the probe on node A 29-34 % of the time, no better than
+/// without it: an away CPU idled in each of its load's pauses while the
+/// homenode, with the probe, was over its CPUs. Moving the probe only
+/// trades the one overload for the other: no widening.
+#[test]
+fn a_duty_cycled_load_everywhere_does_not_widen_even_when_a_cpu_elsewhere_idles() {
+    let th = Thresholds::default();
+    // Home: 2 CPUs fully busy, the probe waiting 30 %, running 50 %; the
+    // least busy other node's 2 CPUs 60 % busy, one of them idle 90 % of
+    // this window.
+    let w = Window {
+        away_idle: 0.9,
+        home_demand: 2.0 + 0.3,
+        home_cpus: 2.0,
+        away_busy: 2.0 * 0.6,
+        away_cpus: 2.0,
+        ..win(0.3, 0.5)
+    };
+    assert!(!w.evens_out());
+    let c = changes_with(&th, TaskState::narrow(&th), w, 20);
+    assert!(c.is_empty(), "{c:?}");
+    // The same task beside an idle node (the other jobs done) widens.
+    let idle = Window {
+        away_busy: 0.0,
+        ..w
+    };
+    assert!(idle.evens_out());
+    assert!(!changes_with(&th, TaskState::narrow(&th), idle, 20).is_empty());
 }

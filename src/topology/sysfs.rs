@@ -310,6 +310,15 @@ fn parse_list(sys: &SysRoot, rel: &str, s: &str) -> Result<IdSet, SysfsError> {
 }
 
 /// Node ids that have a `nodeN` directory, ascending.
+/// Each node's CPUs (`nodeN/cpulist`), by node id; empty without NUMA
+/// sysfs.
+pub fn node_cpulists(sys: &SysRoot) -> Result<Vec<(u32, IdSet)>, SysfsError> {
+    node_dirs(sys)?
+        .into_iter()
+        .map(|id| Ok((id, sys.read_list(&format!("{NODE_DIR}/node{id}/cpulist"))?)))
+        .collect()
+}
+
 fn node_dirs(sys: &SysRoot) -> Result<Vec<u32>, SysfsError> {
     let mut ids: Vec<u32> = sys
         .list(NODE_DIR)?
