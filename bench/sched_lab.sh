@@ -18,7 +18,10 @@
 # jobs: the document's 24 jobs on 16 CPUs over 4 nodes, scaled to the guest:
 #   12 gather-add jobs (16 MiB, 3 passes) on 8 CPUs over 4 nodes, each job
 #   homed (auto), under float (no home), pin, agent and the scheduler;
-#   REPEATS rounds (default 2). About 1 min a round.
+#   REPEATS rounds (default 2). About 1 min a round. COUNTS=N makes each job
+#   N passes instead of 3 (longer jobs: a steal at the end of the run, when
+#   one node's jobs are done before another's, is then a smaller share of
+#   a job's life).
 # cost: two threads passing a byte through two pipes (bench/pingpong.c: many short sleeps and
 #   wake-ups, no NUMA sensitivity) for SECONDS (default 10) under the
 #   kernel's scheduler and under ours, in the 2node guest; round trips/s.
@@ -74,20 +77,21 @@ EOF
     ;;
 jobs)
     repeats=${arg:-2}
+    counts=${COUNTS:-3}
     cat >"$script" <<EOF
 set -e
 for i in \$(seq $repeats); do
     for how in none pin agent sched; do
         echo "== \$how round \$i"
         if [ \$how = none ]; then
-            numalab jobs 12 --size 16M --counts 3 --format markdown
+            numalab jobs 12 --size 16M --counts $counts --format markdown
         else
-            numalab jobs 12 --size 16M --counts 3 --home auto --home-cpu \$how --format markdown
+            numalab jobs 12 --size 16M --counts $counts --home auto --home-cpu \$how --format markdown
         fi
     done
 done
 EOF
-    timeout=$((600 + repeats * 600))
+    timeout=$((600 + repeats * counts * 200))
     topo=4node-smt
     ;;
 cost)

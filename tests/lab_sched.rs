@@ -16,6 +16,8 @@
 //! - `run --pnid-via sched` runs PNID rows through it and `jobs --home-cpu
 //!   sched` homes jobs through it;
 //! - a second scheduler is refused (exit 2) while one runs;
+//! - an error after loading (the account's directory removed meanwhile)
+//!   exits 1 and leaves sched_ext disabled;
 //! - SIGINT, SIGTERM, SIGHUP and SIGKILL of numalab each leave sched_ext
 //!   disabled (the kernel drops the scheduler with its loader);
 //! - `numalab restore` says what sched_ext's state is.
@@ -91,6 +93,15 @@ S=$!
 enabled
 for i in 1 2 3 4; do sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done' & done
 wait $S; echo "rc=$?"
+echo @@error
+mkdir -p /tmp/gone
+numalab sched --duration 3 -o /tmp/gone/acct.json 2>/tmp/error.err &
+E=$!
+enabled
+rm -rf /tmp/gone
+wait $E; echo "rc=$?"
+cat /sys/kernel/sched_ext/state
+grep -c 'tmp/gone' /tmp/error.err
 echo @@busy
 numalab sched --duration 60 >/dev/null 2>&1 &
 enabled
@@ -110,7 +121,7 @@ echo @@restore
 numalab restore
 for f in machine probe steal back duty policy; do echo @@$f.json; cat /tmp/$f.json; done
 echo @@errors
-cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/duty.err /tmp/run.err /tmp/jobs.err
+cat /tmp/machine.err /tmp/probe.err /tmp/steal.err /tmp/back.err /tmp/duty.err /tmp/error.err /tmp/run.err /tmp/jobs.err
 echo @@end
 "#;
 
@@ -234,6 +245,13 @@ fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
     let execs: Vec<u64> = (0..2).map(|n| u(&node(&pol, n)["homed_at_exec"])).collect();
     assert!(execs.iter().sum::<u64>() >= 4, "{pol}");
     assert!(execs.iter().all(|&e| e >= 1), "not spread: {execs:?}");
+
+    // An error after the scheduler was loaded (its account cannot be
+    // written: the directory went away under it) ends numalab with exit 1
+    // naming the file, and the scheduler is unloaded.
+    let e: Vec<&str> = s["error"].lines().collect();
+    assert_eq!(e[..2], ["rc=1", "disabled"], "{}", s["error"]);
+    assert_ne!(e[2], "0", "the message names the file: {}", s["errors"]);
 
     // A second scheduler is refused before anything changes.
     let busy = &s["busy"];

@@ -410,7 +410,10 @@ impl Agent {
                         let groups: Vec<IdSet> = if self.others.is_empty() {
                             vec![outside.clone()]
                         } else {
-                            self.others.iter().map(|g| g.intersection(&outside)).collect()
+                            self.others
+                                .iter()
+                                .map(|g| g.intersection(&outside))
+                                .collect()
                         };
                         let (busy, n) = observe::least_busy(&shares, &groups);
                         (observe::idlest(&shares, &outside), busy, n)

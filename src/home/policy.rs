@@ -219,14 +219,12 @@ pub fn step(
         }
         let mut n = *s;
         n.in_mode = n.in_mode.saturating_add(1);
-        n.over = if w.delay >= th.widen_delay
-            && w.away_idle >= w.run + th.widen_gain
-            && w.evens_out()
-        {
-            n.over + 1
-        } else {
-            0
-        };
+        n.over =
+            if w.delay >= th.widen_delay && w.away_idle >= w.run + th.widen_gain && w.evens_out() {
+                n.over + 1
+            } else {
+                0
+            };
         if n.over >= th.widen_windows {
             let thrash = n.returned && n.in_mode <= th.thrash_windows;
             n.min_wide = if thrash {
