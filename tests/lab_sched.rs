@@ -56,13 +56,15 @@ echo @@back
 cat > /tmp/back.sh <<'EOS'
 hog() { while [ ! -e /tmp/stop$1 ]; do :; done; }
 hog B &
-sleep 5; sleep 3; touch /tmp/stopB; wait
+while [ ! -e /tmp/unloaded ]; do sleep 0.1; done
+sleep 3; touch /tmp/stopB; wait
 EOS
-numalab load --cpus 0-1 --percent 100 --duration 5 >/dev/null 2>&1 &
-L=$!
-sleep 0.5
-numalab sched --home 0 -o /tmp/back.json -- sh /tmp/back.sh 2>/tmp/back.err; echo "rc=$?"
-wait $L
+numalab sched --home 0 -o /tmp/back.json -- sh /tmp/back.sh 2>/tmp/back.err &
+S=$!
+enabled
+numalab load --cpus 0-1 --percent 100 --duration 5 >/dev/null 2>&1
+touch /tmp/unloaded
+wait $S; echo "rc=$?"
 echo @@duty
 cat > /tmp/one.sh <<'EOS'
 hog() { while [ ! -e /tmp/stop$1 ]; do :; done; }
@@ -201,7 +203,10 @@ fn sched_loads_homes_steals_reattracts_and_unloads_on_every_path() {
     // Still mostly at home: two of the three CPUs' worth are node 0's.
     assert!(f(&node(&st, 0)["on_home_pct"]) > 50.0, "{st}");
 
-    // Re-attraction: run away under pinned load, come back after it.
+    // Re-attraction: run away under pinned load, come back after it. The
+    // load starts once the scheduler runs (loading it can take longer than
+    // the load lasts under emulation: a load started first had once ended
+    // before the scheduler came, and the loop never ran away).
     assert!(s["back"].starts_with("rc=0"), "{}", s["back"]);
     let b = json(&s["back.json"]);
     assert!(u(&node(&b, 0)["runs_away"]) > 0, "never ran away: {b}");
