@@ -519,8 +519,17 @@ fn non_negative(s: &str) -> Result<f64, String> {
 }
 
 /// A positive, finite number of seconds.
+/// The longest duration any option takes: a year. Bounded at parse time
+/// because a time far beyond it overflows the clock arithmetic (`--duration
+/// 1e20` panicked in `load`, in `trace` after mounting tracefs, and in
+/// `home` after starting the command).
+pub const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
 pub(crate) fn positive_secs(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
+        Ok(v) if v > MAX_SECS && v.is_finite() => Err(format!(
+            "{s:?} seconds is more than a year ({MAX_SECS} s), the longest numalab takes"
+        )),
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("{s:?} is not a positive number of seconds")),
     }
@@ -555,4 +564,21 @@ pub struct PlotArgs {
     /// directory). Files of the same name are replaced.
     #[arg(short = 'o', long = "out", value_name = "OUTDIR", default_value = crate::plot::DEFAULT_OUTDIR)]
     pub out: PathBuf,
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn a_year_is_the_longest_duration_taken() {
+        assert_eq!(positive_secs("31536000"), Ok(MAX_SECS));
+        assert!(positive_secs("31536001")
+            .unwrap_err()
+            .contains("more than a year"));
+        assert!(positive_secs("inf")
+            .unwrap_err()
+            .contains("not a positive number"));
+        assert!(positive_secs("0").is_err());
+    }
 }

@@ -209,3 +209,78 @@ fn bad_trace_and_jobs_input_exits_2() {
         .collect();
     assert!(left.is_empty(), "journals left: {left:?}");
 }
+
+/// Regression: `--duration 1e20` panicked in `load`, in `trace` after
+/// mounting tracefs, and in `home` after starting the command (left running
+/// unsupervised). Every duration is bounded where it is parsed: exit 2,
+/// before anything starts.
+#[test]
+fn duration_1e20_is_refused_at_parse_time_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flag = tmp.path().join("ran");
+    let touch = format!("touch {}", flag.display());
+    for args in [
+        vec!["load", "--duration", "1e20"],
+        vec!["trace", "--duration", "1e20", "--", "sh", "-c", &touch],
+        vec![
+            "home",
+            "--node",
+            "0",
+            "--duration",
+            "1e20",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ],
+        vec!["sched", "--duration", "1e20"],
+        vec!["probe", "--min-time", "1e20"],
+    ] {
+        let (code, err) = numalab(&args, tmp.path());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("more than a year"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(!flag.exists(), "a command was started");
+}
+
+/// Regression: an empty or relative NUMALAB_STATE_DIR put the lock and the
+/// journal in the current directory (two runs from two directories were
+/// not kept apart; `restore` elsewhere found nothing), and with it empty a
+/// run failed late claiming a journal stayed. Now exit 2 naming the
+/// variable, with nothing written in the current directory. (A user other
+/// than root with neither HOME nor XDG_STATE_HOME is refused too, instead
+/// of sharing /tmp/numalab; tests run as root, whose directory is
+/// /var/lib/numalab.)
+#[test]
+fn a_relative_or_empty_state_dir_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |env: &[(&str, &str)], clear: &[&str], args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_numalab"));
+        c.args(args).current_dir(tmp.path());
+        for k in clear {
+            c.env_remove(k);
+        }
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for dir in ["", "state", "./state"] {
+        for args in [vec!["restore"], vec!["home", "--node", "0", "--", "true"]] {
+            let (code, err) = run(&[("NUMALAB_STATE_DIR", dir)], &[], &args);
+            assert_eq!(code, 2, "{dir:?} {args:?}: {err}");
+            assert!(err.contains("NUMALAB_STATE_DIR"), "{dir:?}: {err}");
+            assert!(err.contains("absolute path"), "{dir:?}: {err}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
+    assert!(
+        left.is_empty(),
+        "written in the current directory: {left:?}"
+    );
+}
