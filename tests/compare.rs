@@ -186,7 +186,7 @@ fn rows_match_by_parameters_and_the_numbers_are_right() {
     assert_eq!((aa.base.row, aa.versus[0].other.row), (9, 0));
     let v = &aa.versus[0];
     assert!(close(aa.base.mean_s, 1.1, 1e-12) && close(v.other.mean_s, 2.1, 1e-12));
-    assert!(close(v.change_pct, 90.909091, 1e-5), "{v:?}");
+    assert!(close(v.change_pct.unwrap(), 90.909091, 1e-5), "{v:?}");
     assert!(close(v.t.unwrap(), 12.247449, 1e-5), "{v:?}");
     assert!(close(v.p.unwrap(), 0.00025522, 1e-7), "{v:?}");
     assert!(close(v.hedges_g.unwrap(), 8.0, 1e-9), "{v:?}");
@@ -203,7 +203,7 @@ fn rows_match_by_parameters_and_the_numbers_are_right() {
     // not significant, and Holm stops there.
     let bf = row("PNID: -1 NB: 1 Mem: B CPU: F");
     let v = &bf.versus[0];
-    assert!(close(v.change_pct, 150.0, 1e-9));
+    assert!(close(v.change_pct.unwrap(), 150.0, 1e-9));
     assert!(close(v.p.unwrap(), 0.0213116, 1e-6), "{v:?}");
     assert!(close(v.hedges_g.unwrap(), 2.4, 1e-9));
     assert!(close(v.holm_threshold.unwrap(), 0.05 / 8.0, 1e-15));
@@ -453,4 +453,42 @@ fn traced_runs_use_the_trace_and_probe_differences_warn() {
     assert!(render::render(&c, Format::Text)
         .unwrap()
         .contains("the kernel's trace"));
+}
+
+/// Regression: rows whose BASE time is 0 printed `NaN%` (OTHER 0 too) and
+/// `+inf%` in the change column. Now `-` in the tables, empty in CSV and
+/// `null` in JSON; a row with BASE time > 0 keeps its change.
+#[test]
+fn zero_times_print_no_nan_or_inf() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = || ExperimentSpec {
+        samples: 3,
+        blocks: vec![block(-1, 1)],
+        mem: vec!["A".into()],
+        cpu: vec!["A".into(), "F".into()],
+        ..Default::default()
+    };
+    let (base, other) = (tmp.path().join("base"), tmp.path().join("other"));
+    write_run(&base, spec(), "6.8", 0, |p| match p {
+        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![0.0, 0.0, 0.0],
+        _ => vec![1.0, 2.0, 3.0],
+    });
+    write_run(&other, spec(), "6.9", 0, |p| match p {
+        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![0.0, 0.0, 0.0],
+        _ => vec![2.0, 4.0, 6.0],
+    });
+    let c = compare::compare(&[
+        compare::load(&base).unwrap(),
+        compare::load(&other).unwrap(),
+    ])
+    .unwrap();
+    let changes: Vec<Option<f64>> = c.rows.iter().map(|r| r.versus[0].change_pct).collect();
+    assert!(changes.contains(&None), "{changes:?}");
+    assert!(changes.contains(&Some(100.0)), "{changes:?}");
+    for f in [Format::Text, Format::Markdown, Format::Csv, Format::Json] {
+        let out = render::render(&c, f).unwrap();
+        for bad in ["NaN", "nan", "inf"] {
+            assert!(!out.contains(bad), "{f:?} prints {bad}:\n{out}");
+        }
+    }
 }

@@ -102,7 +102,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
         None => None,
     };
 
-    let lock = StateLock::acquire(&state::state_dir(), "numalab home")?;
+    let lock = StateLock::acquire(&state::state_dir()?, "numalab home")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut guard = Guard::new(lock, Path::new(""));

@@ -183,7 +183,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
             state::NUMA_BALANCING
         )));
     }
-    let lock = StateLock::acquire(&state::state_dir(), "numalab jobs")?;
+    let lock = StateLock::acquire(&state::state_dir()?, "numalab jobs")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut guard = Guard::new(lock, Path::new(""));

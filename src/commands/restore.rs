@@ -29,7 +29,7 @@ fn say_sched_ext(sysfs_root: &Path) {
 
 pub fn run(sysfs_root: &Path) -> anyhow::Result<()> {
     say_sched_ext(sysfs_root);
-    let dir = state::state_dir();
+    let dir = state::state_dir()?;
     if !dir.exists() {
         println!(
             "restore: nothing to restore (no state directory {})",

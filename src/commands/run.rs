@@ -185,7 +185,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     }
     // One state-changing numalab at a time, locked before the initial
     // values are read; a killed run's journal must be restored first.
-    let lock = StateLock::acquire(&state::state_dir(), "numalab run")?;
+    let lock = StateLock::acquire(&state::state_dir()?, "numalab run")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut backend = Host::new(&topo, &spec, a.pnid_prctl.clone())?;

@@ -98,7 +98,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     };
     let cfg = sched::preflight(&sys, &topo, &opts).map_err(usage)?;
 
-    let lock = StateLock::acquire(&state::state_dir(), "numalab sched")?;
+    let lock = StateLock::acquire(&state::state_dir()?, "numalab sched")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mem = home.filter(|_| !a.command.is_empty()).map(|n| {

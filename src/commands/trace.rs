@@ -185,7 +185,7 @@ fn live(topo: &Topology, a: &TraceArgs) -> anyhow::Result<Traced> {
     };
     Tracefs::preflight()?;
     let exe = std::env::current_exe().context("finding the numalab executable")?;
-    let lock = StateLock::acquire(&state::state_dir(), "numalab trace")?;
+    let lock = StateLock::acquire(&state::state_dir()?, "numalab trace")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
     let mut guard = Guard::new(lock, Path::new(""));

@@ -151,7 +151,8 @@ pub struct Versus {
     /// Index into [`Comparison::runs`] (1 = the first OTHER).
     pub run: usize,
     pub other: Side,
-    pub change_pct: f64,
+    /// `None` when BASE's mean time is 0 (no change in percent exists).
+    pub change_pct: Option<f64>,
     pub t: Option<f64>,
     pub df: Option<f64>,
     pub p: Option<f64>,
@@ -453,7 +454,8 @@ pub fn compare(runs: &[LoadedRun]) -> anyhow::Result<Comparison> {
                 Versus {
                     run: i + 1,
                     other: o.clone(),
-                    change_pct: (o.mean_s - base_side.mean_s) / base_side.mean_s * 100.0,
+                    change_pct: (base_side.mean_s > 0.0)
+                        .then(|| (o.mean_s - base_side.mean_s) / base_side.mean_s * 100.0),
                     t: w.as_ref().map(|w| w.t),
                     df: w.as_ref().map(|w| w.df),
                     p: w.as_ref().map(|w| w.p_two_sided),
@@ -537,7 +539,11 @@ fn holm_and_summary(rows: &mut [RowCmp], run: usize) -> RunSummary {
         run,
         rows: rows.len(),
         geomean_ratio: stats::geometric_mean(&ratios),
-        faster: vs().filter(|v| v.significant && v.change_pct < 0.0).count(),
-        slower: vs().filter(|v| v.significant && v.change_pct > 0.0).count(),
+        faster: vs()
+            .filter(|v| v.significant && v.change_pct.is_some_and(|c| c < 0.0))
+            .count(),
+        slower: vs()
+            .filter(|v| v.significant && v.change_pct.is_some_and(|c| c > 0.0))
+            .count(),
     }
 }

@@ -190,8 +190,8 @@ pub fn draw(runs: &[LoadedRun]) -> anyhow::Result<String> {
                     );
                     chart.draw_series(std::iter::once(Text::new(
                         format!(
-                            "{:+.1}%{}",
-                            v.change_pct,
+                            "{}{}",
+                            v.change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
                             if v.significant { " *" } else { "" }
                         ),
                         (m + ci + pad, yy),

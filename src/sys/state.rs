@@ -43,20 +43,46 @@ pub const TRACEFS_IN_DEBUGFS: &str = "/sys/kernel/debug/tracing";
 /// The state directory: `$NUMALAB_STATE_DIR`, else /var/lib/numalab for
 /// root. Other users cannot change system state, so theirs only serves to
 /// keep one numalab at a time: `$XDG_STATE_HOME/numalab`, else
-/// `~/.local/state/numalab`.
-pub fn state_dir() -> PathBuf {
+/// `$HOME/.local/state/numalab` (the XDG rules: a relative or empty
+/// XDG_STATE_HOME is ignored). Refused (exit 2), naming the variable: an
+/// empty or relative NUMALAB_STATE_DIR (it put the lock and journal in
+/// the current directory, so two runs from two directories were not kept
+/// apart and `restore` elsewhere found nothing), and a user without an
+/// absolute HOME or XDG_STATE_HOME (the fallback, /tmp/numalab, is a
+/// directory another user can take first).
+pub fn state_dir() -> anyhow::Result<PathBuf> {
+    let absolute = |v: std::ffi::OsString| {
+        let p = PathBuf::from(v);
+        p.is_absolute().then_some(p)
+    };
     if let Some(d) = std::env::var_os("NUMALAB_STATE_DIR") {
-        return PathBuf::from(d);
+        return absolute(d.clone()).ok_or_else(|| {
+            usage(format!(
+                "NUMALAB_STATE_DIR={:?}: give an absolute path (the lock and the journal \
+                 live there, and `numalab restore` must find them from any directory)",
+                d
+            ))
+        });
     }
     // SAFETY: geteuid takes no arguments and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        return PathBuf::from("/var/lib/numalab");
+        return Ok(PathBuf::from("/var/lib/numalab"));
     }
     std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("numalab")
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".local/state"))
+        })
+        .map(|d| d.join("numalab"))
+        .ok_or_else(|| {
+            usage(
+                "no state directory: neither HOME nor XDG_STATE_HOME is an absolute path; \
+                 set NUMALAB_STATE_DIR to a directory of your own"
+                    .to_string(),
+            )
+        })
 }
 
 /// The journal in a state directory.
