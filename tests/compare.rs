@@ -316,7 +316,14 @@ fn unusable_input_exits_2() {
 /// One block (PNID -1, NB 1), Mem A x CPU {A, F}, three samples a row:
 /// A/A [1,2,3] s vs [4,5,6] s (p 0.0213 < 0.05/2 = 0.025: marked), A/F the
 /// same in both (p = 1).
-fn small(tmp: &Path) -> compare::Comparison {
+/// Two runs of one block (PNID -1, NB 1), memory on A, CPU on A and
+/// floating: `base` and `other` give each row's sample times by its
+/// parameters; compared.
+fn two_rows(
+    tmp: &Path,
+    base_times: impl Fn(&str) -> Vec<f64>,
+    other_times: impl Fn(&str) -> Vec<f64>,
+) -> compare::Comparison {
     let spec = || ExperimentSpec {
         samples: 3,
         blocks: vec![block(-1, 1)],
@@ -325,16 +332,24 @@ fn small(tmp: &Path) -> compare::Comparison {
         ..Default::default()
     };
     let (base, other) = (tmp.join("base"), tmp.join("other"));
-    write_run(&base, spec(), "6.8", 0, |_| vec![1.0, 2.0, 3.0]);
-    write_run(&other, spec(), "6.9", 1, |p| match p {
-        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![4.0, 5.0, 6.0],
-        _ => vec![1.0, 2.0, 3.0],
-    });
+    write_run(&base, spec(), "6.8", 0, base_times);
+    write_run(&other, spec(), "6.9", 1, other_times);
     let runs = vec![
         compare::load(&base).unwrap(),
         compare::load(&other).unwrap(),
     ];
     compare::compare(&runs).unwrap()
+}
+
+fn small(tmp: &Path) -> compare::Comparison {
+    two_rows(
+        tmp,
+        |_| vec![1.0, 2.0, 3.0],
+        |p| match p {
+            "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![4.0, 5.0, 6.0],
+            _ => vec![1.0, 2.0, 3.0],
+        },
+    )
 }
 
 fn rendered(f: Format) -> String {
@@ -461,27 +476,13 @@ fn traced_runs_use_the_trace_and_probe_differences_warn() {
 #[test]
 fn zero_times_print_no_nan_or_inf() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = || ExperimentSpec {
-        samples: 3,
-        blocks: vec![block(-1, 1)],
-        mem: vec!["A".into()],
-        cpu: vec!["A".into(), "F".into()],
-        ..Default::default()
+    let zero_or = |k: f64| {
+        move |p: &str| match p {
+            "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![0.0, 0.0, 0.0],
+            _ => vec![k, 2.0 * k, 3.0 * k],
+        }
     };
-    let (base, other) = (tmp.path().join("base"), tmp.path().join("other"));
-    write_run(&base, spec(), "6.8", 0, |p| match p {
-        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![0.0, 0.0, 0.0],
-        _ => vec![1.0, 2.0, 3.0],
-    });
-    write_run(&other, spec(), "6.9", 0, |p| match p {
-        "PNID: -1 NB: 1 Mem: 0 CPU: 0" => vec![0.0, 0.0, 0.0],
-        _ => vec![2.0, 4.0, 6.0],
-    });
-    let c = compare::compare(&[
-        compare::load(&base).unwrap(),
-        compare::load(&other).unwrap(),
-    ])
-    .unwrap();
+    let c = two_rows(tmp.path(), zero_or(1.0), zero_or(2.0));
     let changes: Vec<Option<f64>> = c.rows.iter().map(|r| r.versus[0].change_pct).collect();
     assert!(changes.contains(&None), "{changes:?}");
     assert!(changes.contains(&Some(100.0)), "{changes:?}");
