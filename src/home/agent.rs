@@ -377,8 +377,10 @@ impl Agent {
         };
         self.counts.windows += 1;
         let win_ns = now.duration_since(t0).as_nanos().max(1) as f64;
-        let home_idle = observe::idle_cpus(&stat0, &stat, &self.home_cpus);
         let shares = observe::idle_shares(&stat0, &stat);
+        // The homenode's busy and idle CPUs' worth, from the same shares.
+        let (home_busy, home_n) = observe::busy_cpus(&shares, &self.home_cpus);
+        let home_idle = home_n - home_busy;
         // Per distinct own mask, its CPUs outside the homenode: the idlest
         // one's idle share, their busy shares summed, how many.
         let mut away: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
@@ -451,7 +453,6 @@ impl Agent {
         }
         // The homenode's demand: its CPUs' busy time and what the tasks
         // held to it waited.
-        let (home_busy, home_n) = observe::busy_cpus(&shares, &self.home_cpus);
         let waiting: f64 = input
             .iter()
             .filter(|(_, s, _)| s.mode == Mode::Narrow)

@@ -77,7 +77,7 @@ pub struct RowStats {
     pub stop_seq: Option<u64>,
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
+pub(super) fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 

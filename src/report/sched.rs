@@ -6,7 +6,7 @@
 //! its returns home, and its queueing delay. These explain the row's
 //! cross-node moves: each steal is one move away, each return one back.
 
-use super::RowStats;
+use super::{mean, RowStats};
 use crate::experiment::record::SampleRecord;
 use crate::table::{num, Table};
 use serde::Serialize;
@@ -26,29 +26,28 @@ pub struct SchedRow {
     pub wait_max_ms: f64,
 }
 
-fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (n, s) = v.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
-    (n > 0).then(|| s / n as f64)
-}
-
 /// The row's account, `None` when no sample has one (rows not through the
 /// scheduler, records from before it).
 pub fn sched_row(samples: &[&SampleRecord]) -> Option<SchedRow> {
     let got: Vec<_> = samples.iter().filter_map(|s| s.sched.as_ref()).collect();
     let first = got.first()?;
     let m = |f: fn(&crate::sched::account::ProcessAccount) -> f64| {
-        mean(got.iter().map(|a| f(a))).unwrap_or(0.0)
+        mean(&got.iter().map(|a| f(a)).collect::<Vec<_>>()).unwrap_or(0.0)
     };
     Some(SchedRow {
         n: got.len(),
         home: first.home,
-        on_home_pct: mean(got.iter().filter_map(|a| a.on_home_pct)),
+        on_home_pct: mean(&got.iter().filter_map(|a| a.on_home_pct).collect::<Vec<_>>()),
         stolen: m(|a| a.stolen as f64),
         stolen_backlog: m(|a| a.stolen_backlog as f64),
         guest_kept: m(|a| a.guest_kept as f64),
         reattracted: m(|a| a.reattracted as f64),
         placed_idle: m(|a| a.placed_idle as f64),
-        wait_mean_ms: mean(got.iter().filter_map(|a| a.wait_mean_ms)),
+        wait_mean_ms: mean(
+            &got.iter()
+                .filter_map(|a| a.wait_mean_ms)
+                .collect::<Vec<_>>(),
+        ),
         wait_max_ms: got.iter().map(|a| a.wait_max_ms).fold(0.0, f64::max),
     })
 }
