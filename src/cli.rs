@@ -206,8 +206,13 @@ pub struct JobsArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
 
-    /// Render a saved record (from --out) instead of running.
-    #[arg(long, value_name = "FILE", conflicts_with = "n")]
+    /// Render a saved record (from --out) instead of running. Only
+    /// --format goes with it: an option that would change the jobs is
+    /// refused, not ignored.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["n", "out", "pattern", "size", "counts", "load", "no_trace",
+              "buffer_kb", "home", "home_cpu", "nb", "load_policy", "load_period_ms",
+              "load_phases", "seed", "backend", "preset", "topology", "profile", "probe_args"])]
     pub from: Option<PathBuf>,
 
     /// Give every job a homenode: a node, or `auto` (per job, the node with

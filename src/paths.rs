@@ -7,6 +7,11 @@
 //!
 //! Writes can still fail later (the disk fills up): every writer names its
 //! path in that error too.
+//!
+//! Every output check takes the command's inputs: an output that is one of
+//! them (`trace --from t.txt -o t.txt`) would replace what is being read, so
+//! it is refused by name. Identity is the file's device and inode, so a
+//! link, `./` or `..` does not hide a clash.
 
 use crate::error::usage;
 use std::ffi::CString;
@@ -46,14 +51,65 @@ fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
+/// Kernel pseudo file systems (statfs f_type): access(2) calls /proc or
+/// /sys writable for root, yet no file or directory can be made there.
+const PSEUDO_FS: &[(i64, &str)] = &[
+    (0x9fa0, "procfs"),
+    (0x6265_6572, "sysfs"),
+    (0x6463_6267, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x2701_9a89, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0xcafe_4a11, "bpffs"),
+    (0x7363_6673, "securityfs"),
+    (0x6e73_6673, "nsfs"),
+];
+
+/// The pseudo file system `dir` is on, if it is on one.
+fn pseudo_fs(dir: &Path) -> Option<&'static str> {
+    let f_type = rustix::fs::statfs(dir).ok()?.f_type as i64;
+    PSEUDO_FS
+        .iter()
+        .find(|(t, _)| *t == f_type)
+        .map(|(_, n)| *n)
+}
+
+/// A command's input, by the option that named it (`--from`, `--spec`).
+pub type Input<'a> = (&'a str, &'a Path);
+
+/// The device and inode of an existing path (links followed).
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `what OUT` is not one of the command's `inputs` (an output that does not
+/// exist yet cannot be one).
+pub fn check_not_an_input(out: &Path, what: &str, inputs: &[Input]) -> anyhow::Result<()> {
+    let Some(id) = identity(out) else {
+        return Ok(());
+    };
+    match inputs.iter().find(|(_, p)| identity(p) == Some(id)) {
+        Some((opt, p)) => Err(usage(format!(
+            "{what} {}: is also the input {opt} {}; numalab never writes over what it \
+             reads, choose another {what}",
+            out.display(),
+            p.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `what PATH` can be written as a file (replaced atomically: a temp file
-/// next to it, then a rename): its directory exists and is writable, and
-/// the path is not a directory, device or other special file.
-pub fn check_output_file(path: &Path, what: &str) -> anyhow::Result<()> {
+/// next to it, then a rename): its directory exists and is writable, the
+/// path is not a directory, device or other special file, and it is not one
+/// of the command's `inputs`.
+pub fn check_output_file(path: &Path, what: &str, inputs: &[Input]) -> anyhow::Result<()> {
     let bad = |why: String| usage(format!("{what} {}: {why}", path.display()));
     if path.as_os_str().is_empty() {
         return Err(usage(format!("{what}: empty path")));
     }
+    check_not_an_input(path, what, inputs)?;
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err(bad("is a directory; name a file".into())),
         Ok(m) if !m.is_file() => {
@@ -77,16 +133,24 @@ pub fn check_output_file(path: &Path, what: &str) -> anyhow::Result<()> {
     if !writable(&dir) {
         return Err(bad(format!("directory {} is not writable", dir.display())));
     }
+    if let Some(fs) = pseudo_fs(&dir) {
+        return Err(bad(format!(
+            "directory {} is on {fs}, where no file can be made",
+            dir.display()
+        )));
+    }
     Ok(())
 }
 
 /// `what DIR` can hold new files: it is a writable directory, or it can be
-/// created (its nearest existing ancestor is a writable directory).
-pub fn check_output_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
+/// created (its nearest existing ancestor is a writable directory), and it
+/// is not one of the command's `inputs`.
+pub fn check_output_dir(dir: &Path, what: &str, inputs: &[Input]) -> anyhow::Result<()> {
     let bad = |why: String| usage(format!("{what} {}: {why}", dir.display()));
     if dir.as_os_str().is_empty() {
         return Err(usage(format!("{what}: empty path")));
     }
+    check_not_an_input(dir, what, inputs)?;
     let mut probe = dir.to_path_buf();
     loop {
         match std::fs::metadata(&probe) {
@@ -111,6 +175,12 @@ pub fn check_output_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
             format!("cannot be created: {} is not writable", probe.display())
         }));
     }
+    if let Some(fs) = pseudo_fs(&probe) {
+        return Err(bad(format!(
+            "cannot be written: {} is on {fs}, where no file or directory can be made",
+            probe.display()
+        )));
+    }
     Ok(())
 }
 
@@ -128,16 +198,48 @@ mod tests {
             assert_eq!(crate::error::exit_code(&e), 2);
             e.to_string()
         };
-        assert!(msg(check_output_file(tmp.path(), "-o")).contains("is a directory"));
-        assert!(msg(check_output_file(&file.join("x"), "-o")).contains("is not a directory"));
-        assert!(msg(check_output_file(&tmp.path().join("no/x"), "-o")).contains("no/x"));
-        assert!(msg(check_output_file(Path::new("/dev/full"), "-o")).contains("regular"));
-        assert!(msg(check_output_dir(&file, "--out")).contains("not a directory"));
-        assert!(msg(check_output_dir(&file.join("a/b"), "--out")).contains("cannot be created"));
-        check_output_file(&file, "-o").unwrap();
-        check_output_file(&tmp.path().join("new.json"), "-o").unwrap();
-        check_output_dir(&tmp.path().join("a/b/c"), "--out").unwrap();
+        assert!(msg(check_output_file(tmp.path(), "-o", &[])).contains("is a directory"));
+        assert!(msg(check_output_file(&file.join("x"), "-o", &[])).contains("is not a directory"));
+        assert!(msg(check_output_file(&tmp.path().join("no/x"), "-o", &[])).contains("no/x"));
+        assert!(msg(check_output_file(Path::new("/dev/full"), "-o", &[])).contains("regular"));
+        assert!(msg(check_output_dir(&file, "--out", &[])).contains("not a directory"));
+        assert!(
+            msg(check_output_dir(&file.join("a/b"), "--out", &[])).contains("cannot be created")
+        );
+        // Regression: `topo --capture /proc/nonexistent/x` passed the check
+        // (root may "write" /proc) and failed after it started writing.
+        assert!(msg(check_output_dir(
+            Path::new("/proc/nonexistent/x"),
+            "--capture",
+            &[]
+        ))
+        .contains("procfs"));
+        assert!(msg(check_output_file(Path::new("/proc/x.json"), "-o", &[])).contains("procfs"));
+        check_output_file(&file, "-o", &[]).unwrap();
+        check_output_file(&tmp.path().join("new.json"), "-o", &[]).unwrap();
+        check_output_dir(&tmp.path().join("a/b/c"), "--out", &[]).unwrap();
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "only the file made by the test");
+    }
+
+    /// Regression: `trace --from t.txt -o t.txt` replaced its own input.
+    #[test]
+    fn an_output_that_is_an_input_is_refused_however_it_is_spelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("t.txt");
+        std::fs::write(&file, "x").unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let dotted = tmp.path().join(".").join("t.txt");
+        for out in [&file, &link, &dotted] {
+            let e = check_output_file(out, "-o", &[("--from", &file)]).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains("is also the input --from"), "{e}");
+        }
+        let e =
+            check_output_dir(tmp.path(), "--capture", &[("--sysfs-root", tmp.path())]).unwrap_err();
+        assert!(e.to_string().contains("--sysfs-root"), "{e}");
+        check_output_file(&tmp.path().join("other"), "-o", &[("--from", &file)]).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
     }
 }

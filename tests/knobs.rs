@@ -151,3 +151,90 @@ fn the_no_fault_example_spec_parses_with_its_scan_knobs() {
     assert_eq!(spec.blocks[2].knobs.len(), 3);
     assert!(spec.blocks.iter().filter(|b| b.knobs.is_empty()).count() == 3);
 }
+
+/// Every knob value is tried (set, then put straight back) before a run
+/// starts; afterwards each knob holds what it held and nothing is journaled
+/// once the guard ends.
+#[test]
+fn knob_values_are_tried_and_put_straight_back() {
+    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
+    let rows = ExperimentSpec::from_toml(SPEC, "t.toml")
+        .unwrap()
+        .rows(&topo)
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let delay = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
+    let pmin = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
+    write(&root, state::NUMA_BALANCING, "0\n");
+    write(&root, delay, "1000\n");
+    write(&root, pmin, "1000\n");
+    let state_dir = tmp.path().join("state");
+    let mut guard = Guard::with_root(
+        StateLock::acquire(&state_dir, "test").unwrap(),
+        Path::new("run"),
+        &root,
+    );
+    numalab::experiment::backend::try_knob_values(&rows, &mut guard).unwrap();
+    assert_eq!(read(&root, delay), "1000", "put back after the try");
+    assert_eq!(read(&root, pmin), "1000");
+    assert_eq!(read(&root, state::NUMA_BALANCING), "0");
+    let j = Journal::read(&state::journal_path(&state_dir))
+        .unwrap()
+        .unwrap();
+    assert_eq!(j.originals[delay], "1000\n", "journaled before the try");
+    drop(guard);
+    assert!(!state::journal_path(&state_dir).exists());
+}
+
+/// Regression: a knob value the kernel refuses
+/// (`kernel.numa_balancing_promote_rate_limit_MBps=-5`) failed the run after
+/// its directory was made, and neither a retry nor --resume could go on.
+/// Now exit 2 before the run directory exists, the knob as it was.
+#[test]
+fn a_knob_value_the_kernel_refuses_is_exit_2_before_the_run_directory() {
+    let knob = "/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps";
+    let Ok(before) = std::fs::read_to_string(knob) else {
+        println!("SKIPPED: this kernel has no {knob}");
+        return;
+    };
+    if !numalab::sys::state::writable(knob) {
+        println!("SKIPPED: {knob} is not writable here (not root)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["run", "--quick", "--samples", "1", "--load", "0", "--knob"])
+        .arg("kernel.numa_balancing_promote_rate_limit_MBps=-5")
+        .arg("--out")
+        .arg(&out)
+        .env("NUMALAB_STATE_DIR", tmp.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("= -5: the kernel refuses it"), "{err}");
+    assert!(!out.exists(), "the run directory was made");
+    assert_eq!(std::fs::read_to_string(knob).unwrap(), before);
+    assert!(!state::journal_path(&tmp.path().join("state")).exists());
+}
+
+/// Regression: `--knob X=1 --knob X=2` took the last value silently.
+#[test]
+fn a_knob_named_twice_on_the_command_line_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["run", "--backend", "sim", "--samples", "1"])
+        .args(["--knob", "sched/numa_balancing/scan_delay_ms=10"])
+        .args(["--knob", "sched/numa_balancing/scan_delay_ms=20"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("named twice"), "{err}");
+    assert!(!out.exists());
+}

@@ -471,6 +471,27 @@ fn bad_inputs_exit_2_and_write_nothing() {
     assert_eq!(code, 2);
 }
 
+/// Regression: `plot RUN1 -o RUN2` (or `RUN2/figs`) wrote into another
+/// run's directory; any run directory is refused, not only the inputs'.
+#[test]
+fn plot_run1_into_run2_is_refused_as_a_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run1, run2) = (tmp.path().join("run1"), tmp.path().join("run2"));
+    write_run(&run1, rfc(2), 5, 1.0, false);
+    write_run(&run2, rfc(2), 6, 1.0, false);
+    let before = snapshot(tmp.path());
+    for out in [run2.clone(), run2.join("figs"), run2.join("a/b")] {
+        let (code, _, stderr) = numalab(&[&run1, Path::new("-o"), &out]);
+        assert_eq!(code, 2, "{out:?}: {stderr}");
+        assert!(stderr.contains("inside the run directory"), "{stderr}");
+        assert!(stderr.contains("run2"), "{stderr}");
+        assert_eq!(snapshot(tmp.path()), before, "-o {out:?} wrote something");
+    }
+    // Beside the runs is fine.
+    let (code, _, stderr) = numalab(&[&run1, Path::new("-o"), &tmp.path().join("figs")]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
 #[test]
 fn same_named_runs_get_distinct_files() {
     let tmp = tempfile::tempdir().unwrap();

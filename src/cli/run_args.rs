@@ -39,9 +39,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE.toml")]
     pub spec: Option<PathBuf>,
 
-    /// Continue the interrupted run in DIR (its spec and order are reused).
+    /// Continue the interrupted run in DIR (its spec and order are reused:
+    /// any option that would change them is refused, not ignored).
     #[arg(long, value_name = "DIR",
-          conflicts_with_all = ["spec", "out", "backend", "preset", "topology", "profile"])]
+          conflicts_with_all = ["spec", "out", "backend", "preset", "topology", "profile",
+              "nodes", "samples", "precision", "min_samples", "max_samples", "quick", "load",
+              "migration_cost_ns", "nb", "pnid", "mem", "cpu", "pattern", "size", "counts",
+              "bind_scope", "load_policy", "load_period_ms", "load_phases", "seed", "trace",
+              "knob"])]
     pub resume: Option<PathBuf>,
 
     /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
@@ -214,6 +219,18 @@ impl BackendArgs {
     /// Whether a simulated machine was named without `--backend sim`.
     pub fn names_a_machine(&self) -> bool {
         self.source.preset.is_some() || self.source.topology.is_some() || self.profile.is_some()
+    }
+
+    /// The files these options read, by option (an output must not be one).
+    pub fn inputs(&self) -> Vec<crate::paths::Input<'_>> {
+        let mut v = Vec::new();
+        if let Some(t) = &self.source.topology {
+            v.push(("--topology", t.as_path()));
+        }
+        if let Some(p) = &self.profile {
+            v.push(("--profile", std::path::Path::new(p.as_str())));
+        }
+        v
     }
 }
 

@@ -34,7 +34,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
         ));
     }
     if let Some(o) = &a.output {
-        crate::paths::check_output_file(o, "-o")?;
+        crate::paths::check_output_file(o, "-o", &[])?;
     }
     let th = Thresholds {
         widen_delay: a.widen_delay / 100.0,
@@ -71,7 +71,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
             .parse::<u32>()
             .map_err(|_| usage(format!("--node {s:?}: give a node id or `auto`")))?,
     };
-    let mut cpus = home::home_cpus(&topo, node)?;
+    let mut cpus = home::home_cpus(&topo, "--node", node)?;
     if let Some(list) = &a.cpus {
         let want = crate::idset::IdSet::parse_in(list, &cpus, "CPU of the node")
             .map_err(|e| usage(format!("--cpus {list}: {e}")))?;

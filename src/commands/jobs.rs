@@ -39,7 +39,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     // N (1..=1024) and --load (0..=100) are checked by clap at the edge.
     let n = a.n.unwrap_or(1);
     if let Some(out) = &a.out {
-        crate::paths::check_output_file(out, "--out")?; // before the work, not after
+        crate::paths::check_output_file(out, "--out", &a.sim.inputs())?; // before the work, not after
     }
     let sim = a.sim.backend == crate::cli::BackendKind::Sim;
     let random_phases = a.load_phases == crate::load::LoadPhases::Random;
@@ -96,7 +96,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
                     let n = n
                         .parse::<u32>()
                         .map_err(|_| usage(format!("--home {n:?}: give a node id or `auto`")))?;
-                    crate::home::home_cpus(&topo, n)?;
+                    crate::home::home_cpus(&topo, "--home", n)?;
                     Some(n)
                 }
             };

@@ -103,6 +103,13 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     if a.trace {
         spec.trace = true;
     }
+    for (i, (k, _)) in a.knob.iter().enumerate() {
+        if a.knob[..i].iter().any(|(seen, _)| seen == k) {
+            return Err(usage(format!(
+                "--knob {k}: named twice; give each knob once"
+            )));
+        }
+    }
     for (k, v) in &a.knob {
         for b in spec.blocks.iter_mut() {
             b.knobs.insert(k.clone(), v.clone());
@@ -159,7 +166,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
             via_sched = meta.pnid_via == "sched";
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
-            crate::paths::check_output_dir(dir, "--resume")?;
+            crate::paths::check_output_dir(dir, "--resume", &[])?;
             (dir.clone(), meta.spec)
         }
         _ => {
@@ -216,6 +223,8 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         }
     }
     if a.resume.is_none() {
+        // The guard puts everything back on the way out if a value fails.
+        crate::experiment::backend::try_knob_values(&spec.rows(&topo)?, &mut guard)?;
         announce(&runner::create(&backend, &topo, spec, &dir)?, &dir);
     }
     execute(&mut backend, &topo, &dir, guard, &stop)
@@ -242,7 +251,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             }
             let topo = crate::topology::Topology::from_json(&sm.topology.to_string(), "run.json")?;
             record::read_samples(dir, &meta)?.require_clean()?;
-            crate::paths::check_output_dir(dir, "--resume")?;
+            crate::paths::check_output_dir(dir, "--resume", &[])?;
             (dir.clone(), meta.spec, topo, sm.topology_source, sm.profile)
         }
         _ => {

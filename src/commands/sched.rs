@@ -60,7 +60,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     };
     opts.check().map_err(usage)?;
     if let Some(o) = &a.output {
-        crate::paths::check_output_file(o, "-o")?;
+        crate::paths::check_output_file(o, "-o", &[])?;
     }
     let sys = SysRoot::new(sysfs_root);
     for p in &a.pid {

@@ -43,7 +43,8 @@ pub fn run(sysfs_root: &Path, args: &TopoArgs) -> anyhow::Result<()> {
     }
     let topo = match &args.capture {
         Some(dir) => {
-            crate::paths::check_output_dir(dir, "--capture")?; // before reading
+            // before reading; never into the tree it reads
+            crate::paths::check_output_dir(dir, "--capture", &[("--sysfs-root", sysfs_root)])?;
             let sys = SysRoot::recording(sysfs_root);
             let topo = read_topology(&sys)
                 .with_context(|| format!("reading the topology under {}", sysfs_root.display()))?;

@@ -32,6 +32,12 @@ fn parse_pids(list: &str) -> anyhow::Result<BTreeSet<u32>> {
     let bad = |why: &str| usage(format!("--pid {list:?}: {why}"));
     let mut out = BTreeSet::new();
     for tok in list.split(',').map(str::trim) {
+        // `-1` would split as a range with no start; say what it is.
+        if tok.starts_with('-') {
+            return Err(bad(&format!(
+                "{tok:?} is not a pid: pids are positive numbers"
+            )));
+        }
         let num = |t: &str| {
             t.parse::<u32>()
                 .ok()
@@ -74,7 +80,8 @@ pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
         return Err(usage("--buffer-kb must be at least 1"));
     }
     if let Some(out) = &a.output {
-        crate::paths::check_output_file(out, "-o")?; // before the work, not after
+        let from: Vec<_> = a.from.iter().map(|f| ("--from", f.as_path())).collect();
+        crate::paths::check_output_file(out, "-o", &from)?; // before the work, not after
     }
     let topo = super::topo::load(sysfs_root, &a.topology)?;
     if let Some(n) = a.mem_node {

@@ -106,6 +106,30 @@ pub fn row_knobs(row: &Row) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(k)
 }
 
+/// Tries every knob value the spec's rows set (each set, then put straight
+/// back) before a host run starts: a value the kernel refuses
+/// (`kernel.numa_balancing_promote_rate_limit_MBps=-5`) is bad input, exit
+/// 2, found before the run directory exists, not at its block's first
+/// sample, where neither a retry nor `--resume` could get past it. Knobs
+/// this system cannot write are left to the planner's skip reasons.
+pub fn try_knob_values(rows: &[Row], guard: &mut Guard) -> anyhow::Result<()> {
+    let mut tried = std::collections::BTreeSet::new();
+    for row in rows {
+        for (path, value) in row_knobs(row)? {
+            if !guard.writable(&path) || !tried.insert((path.clone(), value.clone())) {
+                continue;
+            }
+            guard.try_value(&path, &value).map_err(|e| {
+                let why = e.root_cause().to_string();
+                crate::error::usage(format!(
+                    "knob {path} = {value}: the kernel refuses it ({why}); nothing was run"
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The knobs a run sets, read now (absent ones left out).
 pub fn read_knobs(
     paths: &[&str],
@@ -281,7 +305,11 @@ impl Host {
         let homes = topo
             .node_ids()
             .iter()
-            .filter_map(|n| crate::home::home_cpus(topo, n).ok().map(|c| (n, c)))
+            .filter_map(|n| {
+                crate::home::home_cpus(topo, "--pnid", n)
+                    .ok()
+                    .map(|c| (n, c))
+            })
             .collect();
         self.pnid_agent = Some(homes);
     }

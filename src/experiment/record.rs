@@ -140,7 +140,7 @@ pub fn check_new_run_dir(dir: &Path) -> anyhow::Result<()> {
             f.display()
         )));
     }
-    crate::paths::check_output_dir(dir, "--out")
+    crate::paths::check_output_dir(dir, "--out", &[])
 }
 
 /// The one atomic, durable writer ([`crate::sys::state::write_atomic`]).

@@ -40,17 +40,19 @@ use std::time::Duration;
 
 /// The CPUs of `node` a homed task may be narrowed to (online CPUs of the
 /// node within numalab's own cpuset), or a usage error naming why none.
-pub fn home_cpus(topo: &Topology, node: u32) -> anyhow::Result<IdSet> {
+/// `opt` is the option the user gave the node with (`--node`, `--home`), so
+/// the message blames what the user typed.
+pub fn home_cpus(topo: &Topology, opt: &str, node: u32) -> anyhow::Result<IdSet> {
     let n = topo.node(node).ok_or_else(|| {
         usage(format!(
-            "--node {node}: no such node (nodes: {})",
+            "{opt} {node}: no such node (nodes: {})",
             topo.node_ids()
         ))
     })?;
     let cpus = n.cpus.intersection(&topo.allowed.cpus);
     if cpus.is_empty() {
         return Err(usage(format!(
-            "--node {node}: the node has no CPUs this process may use (node CPUs {:?}, \
+            "{opt} {node}: the node has no CPUs this process may use (node CPUs {:?}, \
              allowed {})",
             n.cpus.to_string(),
             topo.allowed.cpus
@@ -74,7 +76,7 @@ pub fn auto_node(
         .node_ids()
         .iter()
         .filter_map(|n| {
-            let cpus = home_cpus(topo, n).ok()?;
+            let cpus = home_cpus(topo, "--home", n).ok()?;
             Some(observe::NodeRoom {
                 node: n,
                 idle_cpus: observe::idle_cpus(&a, &b, &cpus),

@@ -278,7 +278,7 @@ pub fn run(
             let agent = crate::home::Agent::new(
                 crate::topology::sysfs::SysRoot::new("/"),
                 node,
-                crate::home::home_cpus(topo, node)?,
+                crate::home::home_cpus(topo, "--home", node)?,
                 crate::home::Thresholds::default(),
                 Duration::from_millis(crate::home::EXPERIMENT_WINDOW_MS),
                 None,
@@ -492,6 +492,14 @@ pub fn read_record(path: &std::path::Path) -> anyhow::Result<JobsRecord> {
             "{}: schema {:?}, expected {SCHEMA:?}",
             path.display(),
             rec.schema
+        )));
+    }
+    // A run makes at least one job; a record without any was cut or made
+    // by hand, and an empty table would pass for a result.
+    if rec.jobs.is_empty() {
+        return Err(crate::error::usage(format!(
+            "{}: the jobs record holds no job",
+            path.display()
         )));
     }
     Ok(rec)

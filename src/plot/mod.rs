@@ -77,12 +77,6 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
                 path.display()
             ))
         })?;
-        if record.jobs.is_empty() {
-            return Err(usage(format!(
-                "{}: the jobs record holds no job: nothing to plot",
-                path.display()
-            )));
-        }
         Ok(Input::Jobs {
             path: path.to_path_buf(),
             record: Box::new(record),
@@ -174,24 +168,32 @@ pub fn figures(inputs: Vec<Input>) -> anyhow::Result<Vec<Figure>> {
 }
 
 /// The output directory must be creatable and writable and must not be, or
-/// lie inside, an input run directory. Looks only; nothing is created.
+/// lie inside, any run directory: an input's, or another run's (`plot RUN1
+/// -o RUN2/figs` would put files into a run that `report`, `--resume` and
+/// `compare` read). Looks only; nothing is created.
 pub fn check_outdir(outdir: &Path, inputs: &[Input]) -> anyhow::Result<()> {
-    crate::paths::check_output_dir(outdir, "-o")?;
+    let named: Vec<_> = inputs.iter().map(|i| ("an input", i.path())).collect();
+    crate::paths::check_output_dir(outdir, "-o", &named)?;
     let abs = absolute(outdir);
-    for i in inputs {
-        if let Input::Run(r) = i {
-            let run = absolute(&r.dir);
-            if abs.starts_with(&run) {
-                return Err(usage(format!(
-                    "-o {}: is inside the run directory {}; plot never writes into a run \
-                     directory, choose another -o",
-                    outdir.display(),
-                    r.dir.display()
-                )));
-            }
-        }
+    let input_run = inputs.iter().find_map(|i| match i {
+        Input::Run(r) if abs.starts_with(absolute(&r.dir)) => Some(r.dir.clone()),
+        _ => None,
+    });
+    // Any directory on the way that holds a run record is a run directory.
+    let run = input_run.or_else(|| {
+        abs.ancestors()
+            .find(|a| crate::experiment::record::meta_path(a).is_file())
+            .map(Path::to_path_buf)
+    });
+    match run {
+        Some(run) => Err(usage(format!(
+            "-o {}: is inside the run directory {}; plot never writes into a run \
+             directory, choose another -o",
+            outdir.display(),
+            run.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `p` made absolute with its existing part resolved (symlinks, `..`), so

@@ -355,10 +355,25 @@ impl StateLock {
     /// "numalab run"). Another holder, or a directory this process cannot
     /// write, is an environment error (exit 2) that says who or why.
     pub fn acquire(dir: &Path, what: &str) -> anyhow::Result<StateLock> {
+        // Blame what is wrong: a file in the way is not a question of root,
+        // and root is not told it needs root.
         let no = |e: std::io::Error| {
+            let not_dir = dir
+                .ancestors()
+                .find(|p| p.symlink_metadata().is_ok())
+                .filter(|p| !p.is_dir());
+            let why = match not_dir {
+                Some(p) => format!("{} is not a directory", p.display()),
+                None if e.kind() == std::io::ErrorKind::PermissionDenied
+                    && !rustix::process::geteuid().is_root() =>
+                {
+                    format!("{e} (changing system state needs root)")
+                }
+                None => e.to_string(),
+            };
             usage(format!(
-                "cannot use the state directory {}: {e} (changing system state needs root; \
-                 NUMALAB_STATE_DIR names another directory)",
+                "cannot use the state directory {}: {why}; NUMALAB_STATE_DIR names another \
+                 directory",
                 dir.display()
             ))
         };
@@ -576,6 +591,27 @@ impl Guard {
             })?;
         }
         written
+    }
+
+    /// Whether knob `path` (a system path, under this guard's root) can be
+    /// written by this process.
+    pub fn writable(&self, path: &str) -> bool {
+        writable(&self.journal.at(path).to_string_lossy())
+    }
+
+    /// Tries `value` on knob `path` and puts what it held straight back:
+    /// whether the kernel takes the value, learnt before anything depends
+    /// on it. Journaled as [`Guard::set`] is, so a kill between the two
+    /// writes is put right by `restore`. The kernel's refusal is the error.
+    pub fn try_value(&mut self, path: &str, value: &str) -> anyhow::Result<()> {
+        let before = self.read(path)?;
+        let tried = self.set(path, value);
+        let at = self.journal.at(path);
+        if std::fs::read_to_string(&at).unwrap_or_default().trim() != before.trim() {
+            std::fs::write(&at, before.trim())
+                .with_context(|| format!("writing {} back to {}", before.trim(), at.display()))?;
+        }
+        tried
     }
 
     /// Puts every journaled knob not in `keep` back to its original value
