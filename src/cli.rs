@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 mod run_args;
 mod sched_args;
-pub use run_args::{BackendArgs, BackendKind, PnidVia, RunArgs};
+pub use crate::run::record::{BackendKind, PnidVia};
+pub use run_args::{BackendArgs, RunArgs};
 pub use sched_args::SchedArgs;
 
 /// Measure, explain and predict NUMA placement on Linux.

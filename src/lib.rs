@@ -21,6 +21,7 @@ pub mod plot;
 pub mod probe;
 pub mod report;
 pub mod rng;
+pub mod run;
 pub mod sched;
 pub mod sim;
 pub mod stats;

@@ -7,12 +7,12 @@
 mod common;
 
 use common::mock::{self, Mock};
-use numalab::experiment::adaptive::StopReason;
-use numalab::experiment::record::{self, SampleRecord};
 use numalab::experiment::runner;
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Precision, Row};
 use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
+use numalab::run::record::{self, SampleRecord};
+use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision, Row};
+use numalab::run::stop::StopReason;
 use numalab::sys::signals::Stop;
 use numalab::topology::presets;
 use std::path::Path;

@@ -142,8 +142,8 @@ fn restore_without_journal_is_a_no_op() {
 fn example_spec_parses_to_the_rfc_default() {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rfc.toml")).unwrap();
-    let spec = numalab::experiment::spec::ExperimentSpec::from_toml(&text, "rfc.toml").unwrap();
-    assert_eq!(spec, numalab::experiment::spec::ExperimentSpec::default());
+    let spec = numalab::run::spec::ExperimentSpec::from_toml(&text, "rfc.toml").unwrap();
+    assert_eq!(spec, numalab::run::spec::ExperimentSpec::default());
 }
 
 /// `trace` and `jobs`: bad input exits 2 naming the problem, starts nothing

@@ -5,10 +5,10 @@
 //! nothing.
 
 use numalab::compare::{self, render};
-use numalab::experiment::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::probe::record::ProbeRecord;
 use numalab::report::Format;
+use numalab::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
+use numalab::run::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::topology::presets;
 use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ fn write_traced_run(
     let meta = RunMeta {
         schema: RUN_SCHEMA.into(),
         numalab_version: "test".into(),
-        backend: "sim".into(),
+        backend: numalab::run::record::BackendKind::Sim,
         node_a: a,
         node_b: b,
         planned_samples: rows.len() as u64 * spec.samples as u64,
@@ -66,7 +66,7 @@ fn write_traced_run(
         start_unix_s: 1,
         end_unix_s: Some(2),
         sim: None,
-        pnid_via: "prctl".into(),
+        pnid_via: Default::default(),
     };
     record::write_meta(dir, &meta).unwrap();
     let mut probe: ProbeRecord =

@@ -4,7 +4,7 @@
 //! before anything changes.
 
 use numalab::experiment::backend::{Backend, Host};
-use numalab::experiment::spec::ExperimentSpec;
+use numalab::run::spec::ExperimentSpec;
 use numalab::sys::state::{self, Guard, Journal, StateLock};
 use numalab::topology::presets;
 use std::path::Path;
@@ -107,7 +107,7 @@ fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
         Path::new("run"),
         &root,
     );
-    let load0 = numalab::experiment::spec::ExperimentSpec {
+    let load0 = numalab::run::spec::ExperimentSpec {
         load: 0.0,
         ..Default::default()
     };

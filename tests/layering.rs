@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["home", "sched"],
     &["probe"],
     &["trace"],
+    &["run"],
     &["exec"],
     &["experiment", "jobs"],
     &["report"],
@@ -28,6 +29,18 @@ const LAYERS: &[&[&str]] = &[
     &["plot"],
     &["cli"],
     &["commands"],
+];
+
+/// Edges the order alone would allow but the design forbids: readers of
+/// records read the run's data model (`run`), never the runner that writes
+/// it (`experiment`) or its child-process executor (`exec`).
+const FORBIDDEN: &[(&str, &str)] = &[
+    ("report", "experiment"),
+    ("report", "exec"),
+    ("compare", "experiment"),
+    ("compare", "exec"),
+    ("plot", "experiment"),
+    ("plot", "exec"),
 ];
 
 fn layer_of(m: &str) -> Option<usize> {
@@ -125,6 +138,9 @@ fn lower_layers_never_import_higher_ones() {
         };
         for d in deps {
             match layer_of(d) {
+                _ if FORBIDDEN.contains(&(m.as_str(), d.as_str())) => bad.push(format!(
+                    "{m} imports {d}: a reader of records imports no runner"
+                )),
                 Some(ld) if ld < lm => {}
                 Some(_) => bad.push(format!("{m} imports {d}, which is not below it")),
                 None => bad.push(format!("{m} imports {d}, which is in no layer")),

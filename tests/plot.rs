@@ -8,10 +8,10 @@
 //! `NUMALAB_PLOT_KEEP=DIR` copies the SVGs the tests draw into DIR, to look
 //! at them (render with e.g. `rsvg-convert`).
 
-use numalab::experiment::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::jobs::{Job, JobsRecord};
 use numalab::probe::record::ProbeRecord;
+use numalab::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
+use numalab::run::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::topology::presets;
 use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
     let meta = RunMeta {
         schema: RUN_SCHEMA.into(),
         numalab_version: "test".into(),
-        backend: "sim".into(),
+        backend: numalab::run::record::BackendKind::Sim,
         node_a: a,
         node_b: b,
         planned_samples: rows.len() as u64 * spec.samples as u64,
@@ -55,7 +55,7 @@ fn write_run(dir: &Path, spec: ExperimentSpec, seed: u64, slow: f64, traced: boo
         start_unix_s: 1,
         end_unix_s: Some(2),
         sim: None,
-        pnid_via: "prctl".into(),
+        pnid_via: Default::default(),
     };
     record::write_meta(dir, &meta).unwrap();
     let probe: ProbeRecord =

@@ -14,9 +14,9 @@
 
 mod prop_common;
 
-use numalab::experiment::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use numalab::experiment::spec::{ExperimentSpec, MAX_ROWS, MAX_SAMPLES};
 use numalab::probe::record::ProbeRecord;
+use numalab::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
+use numalab::run::spec::{ExperimentSpec, MAX_ROWS, MAX_SAMPLES};
 use numalab::sys::state::{allowed_instance, allowed_knob, Journal};
 use numalab::topology::{presets, Topology};
 use numalab::trace::record::TraceRecord;
@@ -48,7 +48,7 @@ fn run_meta() -> RunMeta {
     RunMeta {
         schema: RUN_SCHEMA.into(),
         numalab_version: "0.1.0".into(),
-        backend: "sim".into(),
+        backend: numalab::run::record::BackendKind::Sim,
         rows: spec.rows(&t).unwrap(),
         spec,
         node_a: 0,
@@ -66,7 +66,7 @@ fn run_meta() -> RunMeta {
         start_unix_s: 1_700_000_000,
         end_unix_s: None,
         sim: None,
-        pnid_via: "prctl".into(),
+        pnid_via: Default::default(),
     }
 }
 

@@ -6,10 +6,11 @@
 mod common;
 
 use common::mock::{self, Mock};
-use numalab::experiment::record::{self, RunMeta, SampleRecord, SamplesFile};
-use numalab::experiment::runner::{self, RunObserver};
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Row};
+use numalab::experiment::runner;
 use numalab::report::observer::ExportObserver;
+use numalab::run::observer::RunObserver;
+use numalab::run::record::{self, RunMeta, SampleRecord, SamplesFile};
+use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Row};
 use numalab::sys::signals::Stop;
 use numalab::topology::{presets, Topology};
 use std::path::{Path, PathBuf};

@@ -6,11 +6,12 @@
 mod common;
 
 use common::mock::{self, Mock};
-use numalab::experiment::record::{self};
-use numalab::experiment::spec::ExperimentSpec;
-use numalab::experiment::{plan, runner};
+use numalab::experiment::runner;
 use numalab::report::observer::ExportObserver;
 use numalab::report::{self, Format};
+use numalab::run::plan;
+use numalab::run::record::{self};
+use numalab::run::spec::ExperimentSpec;
 use numalab::sys::signals::Stop;
 use numalab::sys::state::{self, Journal};
 use numalab::topology::presets;

@@ -8,12 +8,12 @@
 //! tables`, then read the diff of the .snap files before committing.
 
 use numalab::analysis::balance::SampleBalance;
-use numalab::experiment::adaptive::{self, StopReason};
-use numalab::experiment::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
-use numalab::experiment::spec::{Block, ExperimentSpec, PnidRef, Precision};
 use numalab::jobs::{render as jobs_render, Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::probe::record::ProbeRecord;
 use numalab::report::{self, Format};
+use numalab::run::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
+use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision};
+use numalab::run::stop::{self, StopReason};
 use numalab::topology::presets;
 use numalab::trace::analyze::BalanceKinds;
 use numalab::trace::record::SampleTrace;
@@ -80,7 +80,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
     let meta = RunMeta {
         schema: RUN_SCHEMA.into(),
         numalab_version: "test".into(),
-        backend: "mock".into(),
+        backend: numalab::run::record::BackendKind::Mock,
         node_a: 0,
         node_b: 1,
         planned_samples: 15,
@@ -97,7 +97,7 @@ fn run() -> (RunMeta, Vec<SampleRecord>) {
         start_unix_s: 1,
         end_unix_s: None,
         sim: None,
-        pnid_via: "prctl".into(),
+        pnid_via: Default::default(),
     };
     let probe: ProbeRecord =
         serde_json::from_str(include_str!("fixtures/probe-record-before-numa.json")).unwrap();
@@ -241,7 +241,7 @@ fn adaptive_report(f: Format) -> String {
         min_samples: 2,
         max_samples: 3,
     });
-    let stops = adaptive::stops(&meta, &samples);
+    let stops = stop::stops(&meta, &samples);
     // [00] 41.4% at n = 3; [01] 49.7% and [04], [05] 53.5%: out of samples.
     let reasons: Vec<(usize, StopReason, u32)> =
         stops.iter().map(|(r, s)| (*r, s.reason, s.n)).collect();

@@ -1,6 +1,7 @@
 //! `numalab run`'s arguments, and the backend choice `run` and `jobs` share.
 
 use super::{percent, positive_pct, TopologySource};
+use crate::run::record::{BackendKind, PnidVia};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -10,16 +11,8 @@ fn knob_arg(s: &str) -> Result<(String, String), String> {
         .split_once('=')
         .ok_or_else(|| format!("{s:?}: give NAME=VALUE"))?;
     let one = std::collections::BTreeMap::from([(k.trim().to_string(), v.trim().to_string())]);
-    crate::experiment::knobs::check(&one).map_err(|e| e.to_string())?;
+    crate::run::knobs::check(&one).map_err(|e| e.to_string())?;
     Ok((k.trim().to_string(), v.trim().to_string()))
-}
-
-/// How PNID rows set the preferred node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PnidVia {
-    Prctl,
-    Agent,
-    Sched,
 }
 
 /// A PNID block selector: `-1` (none), `A`, `B`, or a node number.
@@ -232,10 +225,4 @@ impl BackendArgs {
         }
         v
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendKind {
-    Host,
-    Sim,
 }

@@ -6,8 +6,8 @@
 //! shown are never silently inflated, and the valid data stays reportable).
 
 use crate::cli::ReportArgs;
-use crate::experiment::record;
 use crate::report;
+use crate::run::record;
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let meta = record::read_meta(&a.dir)?;

@@ -3,10 +3,11 @@
 use crate::cli::{BackendKind, RunArgs};
 use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
+use crate::experiment::runner;
 use crate::experiment::simulated::Sim;
-use crate::experiment::spec::{ExperimentSpec, PnidRef, Precision};
-use crate::experiment::{record, runner};
 use crate::report::{self, Format};
+use crate::run::record;
+use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
 use crate::trace::tracefs::Tracefs;
@@ -62,7 +63,7 @@ pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
         spec.blocks.retain(|b| nbs.contains(&b.nb));
     }
     if let Some(ps) = &a.pnid {
-        let names = |b: &crate::experiment::spec::Block, p: &str| match (&b.pnid, p.trim()) {
+        let names = |b: &crate::run::spec::Block, p: &str| match (&b.pnid, p.trim()) {
             (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
             (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
         };
@@ -146,7 +147,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let sim = match &resumed {
-        Some(m) => m.backend == "sim",
+        Some(m) => m.backend == BackendKind::Sim,
         None => a.sim.backend == BackendKind::Sim,
     };
     if sim {
@@ -162,8 +163,8 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let mut via_sched = a.pnid_via == Some(crate::cli::PnidVia::Sched);
     let (dir, spec) = match (&a.resume, resumed) {
         (Some(dir), Some(meta)) => {
-            via_agent = meta.pnid_via == "agent";
-            via_sched = meta.pnid_via == "sched";
+            via_agent = meta.pnid_via == crate::cli::PnidVia::Agent;
+            via_sched = meta.pnid_via == crate::cli::PnidVia::Sched;
             // A bad record line is an error before anything changes.
             record::read_samples(dir, &meta)?.require_clean()?;
             crate::paths::check_output_dir(dir, "--resume", &[])?;
@@ -326,7 +327,7 @@ fn finish(dir: &Path, out: runner::Outcome) -> anyhow::Result<()> {
     let text = report::render_noted(&meta, &found.records, &found.notes(), Format::Text);
     print!("{text}");
     if out.probe_wall_ns > 0 {
-        let what = if meta.backend == "sim" {
+        let what = if meta.backend == BackendKind::Sim {
             "simulated probes"
         } else {
             "probe processes"

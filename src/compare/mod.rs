@@ -19,8 +19,8 @@
 
 pub mod render;
 
-use crate::experiment::record::{self, RunMeta, SampleRecord};
-use crate::experiment::spec::{Row, RowCpu, RowMem};
+use crate::run::record::{self, RunMeta, SampleRecord};
+use crate::run::spec::{Row, RowCpu, RowMem};
 use crate::stats::{self, Sample};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -105,7 +105,7 @@ impl RowKey {
         }
         if !self.knobs.is_empty() {
             s.push(' ');
-            s.push_str(&crate::experiment::knobs::label(&self.knobs));
+            s.push_str(&crate::run::knobs::label(&self.knobs));
         }
         s
     }
@@ -119,7 +119,7 @@ pub struct RunInfo {
     pub topology_digest: String,
     pub cpu_model: Option<String>,
     pub num_cpus: usize,
-    pub backend: String,
+    pub backend: crate::run::record::BackendKind,
     pub node_a: u32,
     pub node_b: u32,
     pub load: f64,
@@ -256,7 +256,7 @@ fn info(r: &LoadedRun) -> RunInfo {
         topology_digest: r.meta.topology_digest.clone(),
         cpu_model: r.meta.cpu_model.clone(),
         num_cpus: r.meta.num_cpus,
-        backend: r.meta.backend.clone(),
+        backend: r.meta.backend,
         node_a: r.meta.node_a,
         node_b: r.meta.node_b,
         load: r.meta.spec.load,
@@ -278,11 +278,11 @@ fn differences(base: &LoadedRun, o: &LoadedRun) -> Vec<String> {
         ),
         ("cpu_model", opt(&b.cpu_model), opt(&m.cpu_model)),
         ("num_cpus", b.num_cpus.to_string(), m.num_cpus.to_string()),
-        ("backend", b.backend.clone(), m.backend.clone()),
+        ("backend", b.backend.to_string(), m.backend.to_string()),
         ("load", b.spec.load.to_string(), m.spec.load.to_string()),
     ];
     let (pb, pm) = (&b.spec.probe, &m.spec.probe);
-    let probe = |p: &crate::experiment::spec::ProbeParams| {
+    let probe = |p: &crate::run::spec::ProbeParams| {
         format!("{:?} {} x{} thp {:?}", p.pattern, p.size, p.counts, p.thp)
     };
     d.push(("probe parameters", probe(pb), probe(pm)));

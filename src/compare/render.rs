@@ -250,7 +250,7 @@ pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
         mem: &r.key.mem,
         cpu: &r.key.cpu,
         migration_cost_ns: r.key.migration_cost_ns,
-        knobs: crate::experiment::knobs::label(&r.key.knobs),
+        knobs: crate::run::knobs::label(&r.key.knobs),
         base_row: r.base.row,
         other_row: v.other.row,
         base_n: r.base.n,

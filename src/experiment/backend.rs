@@ -4,12 +4,13 @@
 //! the machine, so the runner (order, resume, records, reports) is tested
 //! anywhere.
 
-use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::analysis::balance::SampleBalance;
 use crate::analysis::schedstat;
 use crate::load::{Load, LoadSpec};
 use crate::probe::record::ProbeRecord;
 use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
+use crate::run::record::{BackendKind, PnidVia};
+use crate::run::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard};
 use crate::topology::sysfs::SysRoot;
@@ -35,12 +36,13 @@ pub struct Capabilities {
 }
 
 pub trait Backend {
-    fn name(&self) -> &'static str;
+    /// Which backend this is (recorded in run.json).
+    fn kind(&self) -> BackendKind;
     /// How PNID rows set the preferred node: "prctl" (the kernel patch),
     /// "agent" (`numalab home`'s soft affinity, any kernel) or "sched"
     /// (numalab's sched_ext scheduler).
-    fn pnid_via(&self) -> &'static str {
-        "prctl"
+    fn pnid_via(&self) -> PnidVia {
+        PnidVia::Prctl
     }
     fn capabilities(&self) -> Capabilities;
     /// The current content of knob `path` (a system path), if readable.
@@ -52,7 +54,7 @@ pub trait Backend {
         state::writable(path)
     }
     /// Adds what the backend knows about itself to a new run's metadata.
-    fn describe(&self, _meta: &mut super::record::RunMeta) {}
+    fn describe(&self, _meta: &mut crate::run::record::RunMeta) {}
     /// Told the rows and the (row, sample) pairs still to run, in order,
     /// before the first sample (the simulator batches samples ahead).
     fn plan(&mut self, _rows: &[Row], _todo: &[(usize, u32)]) {}
@@ -100,7 +102,7 @@ pub fn row_knobs(row: &Row) -> anyhow::Result<BTreeMap<String, String>> {
         k.insert(state::MIGRATION_COST.to_string(), c.to_string());
     }
     for (name, value) in &row.knobs {
-        let p = super::knobs::path(name).map_err(crate::error::usage)?;
+        let p = crate::run::knobs::path(name).map_err(crate::error::usage)?;
         k.insert(p, value.clone());
     }
     Ok(k)
@@ -191,7 +193,7 @@ pub fn skip_reason(
         _ => {}
     }
     for (name, value) in &row.knobs {
-        match super::knobs::path(name) {
+        match crate::run::knobs::path(name) {
             Ok(p) if knob_writable(&p) => {}
             Ok(p) => {
                 return Some(format!(
@@ -381,17 +383,17 @@ impl Host {
 }
 
 impl Backend for Host {
-    fn name(&self) -> &'static str {
-        "host"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Host
     }
 
-    fn pnid_via(&self) -> &'static str {
+    fn pnid_via(&self) -> PnidVia {
         if self.pnid_agent.is_some() {
-            "agent"
+            PnidVia::Agent
         } else if self.pnid_sched.is_some() {
-            "sched"
+            PnidVia::Sched
         } else {
-            "prctl"
+            PnidVia::Prctl
         }
     }
 

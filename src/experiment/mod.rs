@@ -2,15 +2,12 @@
 //! many samples per row, interleaved, each a fresh probe under background
 //! load, with system knobs set per row and always restored.
 //!
-//! spec ([`spec`]) -> plan ([`plan`]) -> backend ([`backend`]: the host,
-//! or the simulator in [`simulated`]) -> records
-//! ([`record`]) -> reports (`crate::report`).
+//! spec (`crate::run::spec`) -> plan (`crate::run::plan`, or [`adaptive`]
+//! for `--precision`) -> backend ([`backend`]: the host, or the simulator
+//! in [`simulated`]) -> records (`crate::run::record`) -> reports
+//! (`crate::report`, told each step through `crate::run::observer`).
 
 pub mod adaptive;
 pub mod backend;
-pub mod knobs;
-pub mod plan;
-pub mod record;
 pub mod runner;
 pub mod simulated;
-pub mod spec;

@@ -13,30 +13,15 @@
 
 use super::adaptive::Schedule;
 use super::backend::{skip_reason, Backend, Sampled};
-use super::record::{self, RunMeta, SampleRecord, SamplesFile, RUN_SCHEMA, SAMPLE_SCHEMA};
-use super::spec::{ExperimentSpec, Row};
 use crate::error::usage;
+use crate::run::observer::RunObserver;
+use crate::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
+use crate::run::spec::ExperimentSpec;
 use crate::sys::signals::{Interrupted, Stop};
 use crate::sys::state::{self, Guard};
 use crate::topology::Topology;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// Told every step of a run: writes the exports, shows progress.
-pub trait RunObserver {
-    /// Before the first new sample: the run, what reading its records found
-    /// (`found.records` are counted; a torn tail in `found.torn` has just
-    /// been cut off the file; `found.uncounted` stay in it) and how many
-    /// samples are still to run.
-    fn on_plan(&mut self, meta: &RunMeta, found: &SamplesFile, todo: u64) -> anyhow::Result<()>;
-    /// A sample of `row` starts; `done` of `planned` are recorded.
-    fn on_sample_start(&mut self, row: &Row, done: u64, planned: u64);
-    /// A sample was recorded (appended, fsynced); `samples` are all counted.
-    fn on_sample(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()>;
-    /// The run stopped (complete or interrupted), knobs restored, run.json
-    /// final.
-    fn on_finish(&mut self, meta: &RunMeta, samples: &[SampleRecord]) -> anyhow::Result<()>;
-}
 
 /// Records are fsynced per sample unless samples come faster than this.
 const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -75,7 +60,7 @@ pub fn create(
     // Knob values are checked against what the knobs hold now, before the
     // first change.
     for blk in &spec.blocks {
-        super::knobs::check_values(&blk.knobs, |p| backend.read_knob(p))?;
+        crate::run::knobs::check_values(&blk.knobs, |p| backend.read_knob(p))?;
     }
     for r in rows.iter_mut() {
         r.skip = skip_reason(r, &caps, a, b, topo, &|p| backend.knob_writable(p));
@@ -97,8 +82,8 @@ pub fn create(
     let meta = RunMeta {
         schema: RUN_SCHEMA.into(),
         numalab_version: env!("CARGO_PKG_VERSION").into(),
-        backend: backend.name().into(),
-        pnid_via: backend.pnid_via().into(),
+        backend: backend.kind(),
+        pnid_via: backend.pnid_via(),
         planned_samples: runnable * spec.samples as u64,
         spec,
         node_a: a,

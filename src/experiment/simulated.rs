@@ -11,7 +11,6 @@
 //! the samples a whole run would have had.
 
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
-use super::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::analysis::balance::{Moves, SampleBalance, Spans};
 use crate::analysis::{self, Migration, Segment};
 use crate::probe::record::{
@@ -19,6 +18,7 @@ use crate::probe::record::{
     Timing,
 };
 use crate::probe::{pnid, ProbeSpec, ThpMode};
+use crate::run::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{Cause, Machine, Profile, SampleResult, SampleSpec, Simulator, MODEL_VERSION};
 use crate::sys::signals::Stop;
@@ -456,8 +456,8 @@ pub fn seed_of(run_seed: u64, row: usize, index: u32) -> u64 {
 }
 
 impl Backend for Sim {
-    fn name(&self) -> &'static str {
-        "sim"
+    fn kind(&self) -> crate::run::record::BackendKind {
+        crate::run::record::BackendKind::Sim
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -470,9 +470,9 @@ impl Backend for Sim {
         }
     }
 
-    fn describe(&self, meta: &mut super::record::RunMeta) {
+    fn describe(&self, meta: &mut crate::run::record::RunMeta) {
         meta.kernel = Some(kernel_label(&self.sim.profile));
-        meta.sim = Some(super::record::SimMeta {
+        meta.sim = Some(crate::run::record::SimMeta {
             model_version: MODEL_VERSION,
             topology_source: self.source.clone(),
             topology: serde_json::from_str(&self.topo.to_json()).unwrap_or(serde_json::Value::Null),

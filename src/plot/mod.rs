@@ -182,7 +182,7 @@ pub fn check_outdir(outdir: &Path, inputs: &[Input]) -> anyhow::Result<()> {
     // Any directory on the way that holds a run record is a run directory.
     let run = input_run.or_else(|| {
         abs.ancestors()
-            .find(|a| crate::experiment::record::meta_path(a).is_file())
+            .find(|a| crate::run::record::meta_path(a).is_file())
             .map(Path::to_path_buf)
     });
     match run {

@@ -10,7 +10,7 @@
 use super::layout::{self, Rows};
 use super::style::{self, Glyph};
 use crate::compare::LoadedRun;
-use crate::experiment::record::SampleRecord;
+use crate::run::record::SampleRecord;
 use plotters::data::Quartiles;
 use plotters::prelude::*;
 
@@ -54,7 +54,7 @@ pub fn time_s(s: &SampleRecord) -> f64 {
 }
 
 /// `[NN] PNID: .. NB: .. Mem: .. CPU: ..`, the report's row label.
-pub fn row_label(row: &crate::experiment::spec::Row) -> String {
+pub fn row_label(row: &crate::run::spec::Row) -> String {
     format!("[{:02}] {}", row.id, row.params())
 }
 

@@ -9,8 +9,8 @@ use super::layout::{self, Rows};
 use super::style::{self, Glyph};
 use super::times::{missing_rows_note, row_label, run_lines, time_s};
 use crate::compare::LoadedRun;
-use crate::experiment::record::SampleRecord;
 use crate::report::traced::{correlations, traced_row, TracedRow};
+use crate::run::record::SampleRecord;
 use crate::stats::Correlation;
 use plotters::prelude::*;
 
@@ -115,14 +115,14 @@ fn levels_figure(run: &LoadedRun) -> anyhow::Result<String> {
 }
 
 /// `PNID: -1 NB: 1` plus the block's cost and knobs: a block's name.
-fn block_label(r: &crate::experiment::spec::Row) -> String {
+fn block_label(r: &crate::run::spec::Row) -> String {
     let mut s = format!("PNID: {} NB: {}", r.pnid, r.nb);
     if let Some(c) = r.migration_cost_ns {
         s.push_str(&format!(" cost: {c}"));
     }
     if !r.knobs.is_empty() {
         s.push(' ');
-        s.push_str(&crate::experiment::knobs::label(&r.knobs));
+        s.push_str(&crate::run::knobs::label(&r.knobs));
     }
     s
 }

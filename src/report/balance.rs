@@ -11,7 +11,7 @@
 //! cannot single out.
 
 use crate::analysis::balance::Source;
-use crate::experiment::record::SampleRecord;
+use crate::run::record::SampleRecord;
 use serde::Serialize;
 
 /// Means per sample over a row's samples that have counters for a level

@@ -1,7 +1,7 @@
 //! The report as one JSON document.
 
 use super::{header, RowStats};
-use crate::experiment::record::{RunMeta, SampleRecord};
+use crate::run::record::{RunMeta, SampleRecord};
 
 pub fn render(
     meta: &RunMeta,

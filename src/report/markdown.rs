@@ -1,7 +1,7 @@
 //! The report as Markdown tables.
 
 use super::{header, RowStats};
-use crate::experiment::record::{RunMeta, SampleRecord};
+use crate::run::record::{RunMeta, SampleRecord};
 use std::fmt::Write;
 
 pub fn render(

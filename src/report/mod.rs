@@ -26,8 +26,8 @@ pub mod sched;
 pub mod text;
 pub mod traced;
 
-use crate::experiment::record::{self, RunMeta, SampleRecord};
-use crate::experiment::spec::Row;
+use crate::run::record::{self, RunMeta, SampleRecord};
+use crate::run::spec::Row;
 use crate::stats::{Sample, Summary};
 use serde::Serialize;
 use std::path::Path;
@@ -72,7 +72,7 @@ pub struct RowStats {
     pub precision_pct: Option<f64>,
     /// Adaptive runs: why and after how many samples the row stopped
     /// (`None` while it still samples, and in fixed runs).
-    pub stop: Option<crate::experiment::adaptive::RowStop>,
+    pub stop: Option<crate::run::stop::RowStop>,
     /// Position in the run's order of the sample the row stopped at.
     pub stop_seq: Option<u64>,
 }
@@ -98,7 +98,7 @@ impl RowStats {
             .iter()
             .map(|s| s.probe.timing.total_ns as f64 / 1e9)
             .collect();
-        let precision_pct = crate::experiment::adaptive::precision_pct(&times);
+        let precision_pct = crate::run::stop::precision_pct(&times);
         let time = Sample::new(times).ok().map(|s| s.summary());
         let stopped = mine.iter().rev().find(|s| s.stop.is_some());
         let cross: Vec<f64> = mine
@@ -248,18 +248,16 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ));
     }
     // Only when it is not the kernel patch, so earlier reports read the same.
-    if meta.pnid_via != "prctl" {
-        h.push((
-            "PNID_via",
-            format!(
-                "{} ({})",
-                meta.pnid_via,
-                match meta.pnid_via.as_str() {
-                    "sched" => "numalab's sched_ext node-affine scheduler, the probe homed on the PNID node",
-                    _ => "user-space homenode agent, soft CPU affinity",
-                }
-            ),
-        ));
+    use crate::run::record::PnidVia;
+    let via = match meta.pnid_via {
+        PnidVia::Prctl => None,
+        PnidVia::Sched => {
+            Some("numalab's sched_ext node-affine scheduler, the probe homed on the PNID node")
+        }
+        PnidVia::Agent => Some("user-space homenode agent, soft CPU affinity"),
+    };
+    if let Some(how) = via {
+        h.push(("PNID_via", format!("{} ({how})", meta.pnid_via)));
     }
     h
 }

@@ -5,9 +5,9 @@
 //! off, records not counted); and on a terminal it draws a progress bar
 //! (`indicatif`): the row running, samples done of planned, elapsed, ETA.
 
-use crate::experiment::record::{RunMeta, SampleRecord, SamplesFile};
-use crate::experiment::runner::RunObserver;
-use crate::experiment::spec::Row;
+use crate::run::observer::RunObserver;
+use crate::run::record::{RunMeta, SampleRecord, SamplesFile};
+use crate::run::spec::Row;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

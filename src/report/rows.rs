@@ -56,7 +56,7 @@ pub struct ReportRow {
     pub precision_pct: Option<f64>,
     /// Why the row stopped sampling: `precision` or `max_samples`; empty
     /// while it still samples and in fixed runs.
-    pub stop_reason: Option<crate::experiment::adaptive::StopReason>,
+    pub stop_reason: Option<crate::run::stop::StopReason>,
     /// Position in the run's order of the sample it stopped at.
     pub stop_seq: Option<u64>,
     // The load balancer's cross-node moves per sample (`run --trace`).
@@ -122,7 +122,7 @@ impl ReportRow {
             p_cross_time: tr.and_then(|t| t.r_cross_time.map(|c| c.p)),
             r_away_time: tr.and_then(|t| t.r_away_time.map(|c| c.r)),
             p_away_time: tr.and_then(|t| t.r_away_time.map(|c| c.p)),
-            knobs: crate::experiment::knobs::label(&s.row.knobs),
+            knobs: crate::run::knobs::label(&s.row.knobs),
             placement_mismatches: s.placement_mismatches,
             traced_moves: tf(|t| t.moves),
             traced_cross_load_balance: tf(|t| t.cross_load_balance),
@@ -153,7 +153,7 @@ impl ReportRow {
     /// `precision` / `max-samples` for a row that stopped, `sampling`
     /// for one that has not yet.
     pub fn stopped(&self) -> String {
-        use crate::experiment::adaptive::StopReason;
+        use crate::run::stop::StopReason;
         match self.stop_reason {
             Some(StopReason::Precision) => "precision".into(),
             Some(StopReason::MaxSamples) => "max-samples".into(),

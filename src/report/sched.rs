@@ -7,7 +7,7 @@
 //! cross-node moves: each steal is one move away, each return one back.
 
 use super::{mean, RowStats};
-use crate::experiment::record::SampleRecord;
+use crate::run::record::SampleRecord;
 use crate::table::{num, Table};
 use serde::Serialize;
 
@@ -166,13 +166,13 @@ mod tests {
                 .enumerate()
                 .map(|(i, a)| {
                     let s = sample(i, a);
-                    let row = crate::experiment::spec::Row {
+                    let row = crate::run::spec::Row {
                         id: i,
                         block: 0,
                         pnid: 1,
                         nb: 0,
-                        mem: crate::experiment::spec::RowMem::Node(1),
-                        cpu: crate::experiment::spec::RowCpu::Float,
+                        mem: crate::run::spec::RowMem::Node(1),
+                        cpu: crate::run::spec::RowCpu::Float,
                         migration_cost_ns: None,
                         knobs: Default::default(),
                         needs_two_nodes: true,

@@ -5,7 +5,7 @@
 //! from the memory's node correlate with its time ([`crate::stats::correlation`]:
 //! Pearson's r with its two-sided p-value), per row and over all samples.
 
-use crate::experiment::record::SampleRecord;
+use crate::run::record::SampleRecord;
 use crate::stats::{correlation, Correlation};
 use serde::Serialize;
 

@@ -5,9 +5,9 @@
 //! trips after `stop_after` samples as a signal would.
 
 use numalab::experiment::backend::{Backend, Capabilities, Sampled};
-use numalab::experiment::spec::{ExperimentSpec, Row};
 use numalab::probe::record::ProbeRecord;
 use numalab::probe::{self, CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use numalab::run::spec::{ExperimentSpec, Row};
 use numalab::sys::signals::Stop;
 use numalab::sys::state::{self, Guard, StateLock};
 use std::path::{Path, PathBuf};
@@ -41,8 +41,8 @@ impl Mock {
 }
 
 impl Backend for Mock {
-    fn name(&self) -> &'static str {
-        "mock"
+    fn kind(&self) -> numalab::run::record::BackendKind {
+        numalab::run::record::BackendKind::Mock
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities {

@@ -22,8 +22,8 @@ pub const SAMPLE_SCHEMA: &str = "numalab.sample/1";
 pub struct RunMeta {
     pub schema: String,
     pub numalab_version: String,
-    /// "host" or "sim".
-    pub backend: String,
+    /// Where the results came from.
+    pub backend: BackendKind,
     pub spec: ExperimentSpec,
     pub node_a: u32,
     pub node_b: u32,
@@ -40,15 +40,58 @@ pub struct RunMeta {
     /// The simulated machine of a `sim` run (absent for host runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimMeta>,
-    /// How PNID rows set the preferred node: "prctl" (the kernel patch) or
-    /// "agent" (the user-space homenode agent). Absent in records before
-    /// it existed: those used the prctl.
-    #[serde(default = "prctl")]
-    pub pnid_via: String,
+    /// How PNID rows set the preferred node. Absent in records before it
+    /// existed: those used the prctl.
+    #[serde(default)]
+    pub pnid_via: PnidVia,
 }
 
-fn prctl() -> String {
-    "prctl".into()
+/// Where a run's results come from (run.json `backend`; `run --backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// This machine, under real load.
+    Host,
+    /// The simulator (`crate::sim`), on a modelled machine.
+    Sim,
+    /// The test suite's scripted backend (tests/common/mock.rs); never a
+    /// command-line choice.
+    #[value(skip)]
+    Mock,
+}
+
+/// How PNID rows set the preferred node (run.json `pnid_via`; `run
+/// --pnid-via`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PnidVia {
+    /// The kernel patch's prctl (PR_PREFERRED_NID).
+    #[default]
+    Prctl,
+    /// The user-space homenode agent (`numalab home`).
+    Agent,
+    /// numalab's sched_ext scheduler (`numalab sched`).
+    Sched,
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Host => "host",
+            BackendKind::Sim => "sim",
+            BackendKind::Mock => "mock",
+        })
+    }
+}
+
+impl std::fmt::Display for PnidVia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PnidVia::Prctl => "prctl",
+            PnidVia::Agent => "agent",
+            PnidVia::Sched => "sched",
+        })
+    }
 }
 
 /// What a simulated run ran on: enough to resume it and to say what the
@@ -90,9 +133,9 @@ pub struct SampleRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::record::SampleTrace>,
     /// Adaptive runs (`run --precision`): on the sample a row stopped at,
-    /// why it stopped ([`super::adaptive::RowStop`]).
+    /// why it stopped ([`crate::run::stop::RowStop`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<super::adaptive::RowStop>,
+    pub stop: Option<crate::run::stop::RowStop>,
     /// Load-balancing counters per domain level over the sample (`run
     /// --trace`): the kernel's /proc/schedstat, or the simulated probe's
     /// moves.

@@ -22,7 +22,7 @@ pub fn order(rows: &[Row], samples: u32, seed: u64) -> Vec<(usize, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::spec::{RowCpu, RowMem};
+    use crate::run::spec::{RowCpu, RowMem};
 
     fn row(id: usize, skip: bool) -> Row {
         Row {

@@ -130,7 +130,7 @@ pub struct ExperimentSpec {
     /// Trace every sample with the kernel's scheduler events (`run --trace`).
     pub trace: bool,
     /// Adaptive sampling (`run --precision`): rows stop once precise
-    /// enough, `samples` is then their most ([`super::adaptive`]). Absent:
+    /// enough, `samples` is then their most ([`crate::experiment::adaptive`]). Absent:
     /// every row takes `samples`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precision: Option<Precision>,
