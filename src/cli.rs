@@ -392,8 +392,8 @@ pub struct ProbeArgs {
     pub pattern: crate::probe::Pattern,
 
     /// Buffer size (K, M, G suffixes); gather-add splits it between a, b and ix.
-    #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
-    pub size: u64,
+    #[arg(long, default_value = "256M")]
+    pub size: crate::units::Size,
 
     /// Outer iterations, each one timed pass of the inner loop.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
@@ -449,6 +449,14 @@ pub struct ProbeArgs {
     #[arg(long, value_enum, default_value = "buffer")]
     pub bind_scope: crate::sys::numa::PolicyScope,
 
+    /// The whole spec as JSON: how `run` and `jobs` hand a child probe its
+    /// spec (`ProbeSpec::child_argv`), not a user option.
+    #[arg(long, hide = true, value_name = "JSON",
+          conflicts_with_all = ["pattern", "size", "counts", "min_time", "cpunodebind",
+              "membind", "preferred", "interleave", "pnid", "pnid_prctl", "thp",
+              "observe_every", "bind_scope"])]
+    pub spec_json: Option<String>,
+
     /// Print one JSON record (schema numalab.probe/1) instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -494,10 +502,6 @@ pub struct LoadArgs {
     /// Seed of `--phases random`.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-fn parse_size_arg(s: &str) -> Result<u64, String> {
-    crate::units::parse_size(s)
 }
 
 /// A percentage, 0 to 100.

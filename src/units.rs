@@ -57,6 +57,22 @@ impl<'de> Deserialize<'de> for Size {
     }
 }
 
+/// Serde for a [`Size`] kept as a plain byte count (`"size_bytes": 268435456`
+/// in probe records), where the record's schema has a number:
+/// `#[serde(with = "crate::units::as_bytes")]`.
+pub mod as_bytes {
+    use super::Size;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Size, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        u64::deserialize(d).map(Size)
+    }
+}
+
 /// Parses a size; the error names the bad input.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();

@@ -1,13 +1,12 @@
 //! `numalab jobs`: check the arguments, run the jobs (or read a saved
 //! record), print the table.
 
-use crate::cli::{Cli, Command, JobsArgs};
+use crate::cli::JobsArgs;
 use crate::error::usage;
 use crate::jobs::{self, render, JobsRecord, JobsSpec};
 use crate::report::Format;
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
-use clap::Parser;
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -29,6 +28,49 @@ fn bound_node(mem: &crate::probe::MemPlacement) -> Option<u32> {
         crate::probe::MemPlacement::Bind(n) => Some(*n),
         _ => None,
     }
+}
+
+/// The probe options of every job: jobs' own --pattern, --size and
+/// --counts, and the placement options after `--`, parsed once as `numalab
+/// probe`'s arguments (typed, never written back into a command line).
+fn probe_options(a: &JobsArgs) -> anyhow::Result<crate::cli::ProbeArgs> {
+    use clap::{CommandFactory, FromArgMatches};
+    /// `numalab probe`'s arguments alone, to parse what follows `--`.
+    #[derive(clap::Parser)]
+    #[command(name = "probe options for the jobs", no_binary_name = true)]
+    struct Trailing {
+        #[command(flatten)]
+        probe: crate::cli::ProbeArgs,
+    }
+    let bad = |e: clap::Error| {
+        let msg = e.to_string();
+        let msg = msg.trim().trim_start_matches("error: ");
+        usage(format!("probe options for the jobs: {msg}"))
+    };
+    let m = Trailing::command()
+        .try_get_matches_from(&a.probe_args)
+        .map_err(bad)?;
+    // Jobs' own options, or none: given again after `--`, one would be
+    // silently dropped.
+    for (id, opt) in [
+        ("pattern", "--pattern"),
+        ("size", "--size"),
+        ("counts", "--counts"),
+        ("json", "--json"),
+        ("spec_json", "--spec-json"),
+    ] {
+        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            return Err(usage(match opt {
+                "--json" => "--json is not a job option; use --format json".to_string(),
+                _ => format!("{opt} after `--`: give it as a jobs option, before `--`"),
+            }));
+        }
+    }
+    let mut pa = Trailing::from_arg_matches(&m).map_err(bad)?.probe;
+    pa.pattern = a.pattern;
+    pa.size = a.size;
+    pa.counts = a.counts;
+    Ok(pa)
 }
 
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
@@ -56,29 +98,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         let t = super::topo::load(sysfs_root, &Default::default())?;
         (t, String::new(), None)
     };
-    let mut probe_args = vec![
-        "--pattern".to_string(),
-        a.pattern.name().to_string(),
-        "--size".into(),
-        a.size.to_string(),
-        "--counts".into(),
-        a.counts.to_string(),
-    ];
-    probe_args.extend(a.probe_args.iter().cloned());
-    // Every probe option is checked here, before anything starts.
-    let mut argv = vec!["numalab".to_string(), "probe".into()];
-    argv.extend(probe_args.iter().cloned());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.trim().trim_start_matches("error: ");
-        usage(format!("probe options for the jobs: {msg}"))
-    })?;
-    let Command::Probe(pa) = cli.command else {
-        unreachable!("parsed as the probe subcommand")
-    };
-    if pa.json {
-        return Err(usage("--json is not a job option; use --format json"));
-    }
+    let pa = probe_options(a)?;
     let spec = super::probe::spec_from_args(&pa, &topo)?;
     let home = match a.home.as_deref().map(str::trim) {
         None => None,
@@ -153,12 +173,13 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     // Every job is a process: its buffer plus the process itself.
     let per_job = spec
-        .size_bytes
+        .size
+        .bytes()
         .saturating_add(crate::probe::memory::PER_PROCESS);
     let what = format!("jobs: {n} x (--size {} + 8 MiB per process)", a.size);
     let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
     crate::probe::memory::check(&sys, &topo, &what, per_job.saturating_mul(n as u64), None)?;
-    let total = spec.size_bytes.saturating_mul(n as u64);
+    let total = spec.size.bytes().saturating_mul(n as u64);
     let what = format!("jobs: {n} x --size {}", a.size);
     if let Some(node) = bound_node(&spec.mem) {
         crate::probe::memory::check_node(&sys, &topo, &what, total, node)?;

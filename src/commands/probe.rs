@@ -20,7 +20,7 @@ pub fn spec_from_args(a: &ProbeArgs, topo: &Topology) -> anyhow::Result<ProbeSpe
     };
     Ok(ProbeSpec {
         pattern: a.pattern,
-        size_bytes: a.size,
+        size: a.size,
         counts: a.counts,
         min_time_ns: a.min_time.map(|s| (s * 1e9) as u64),
         cpu: a
@@ -37,14 +37,17 @@ pub fn spec_from_args(a: &ProbeArgs, topo: &Topology) -> anyhow::Result<ProbeSpe
 
 pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
     let topo = super::topo::load(sysfs_root, &Default::default())?;
-    if !topo.numa_available
-        && (args.membind.is_some() || args.interleave.is_some() || args.preferred.is_some())
-    {
+    let spec = match &args.spec_json {
+        // A child of `run` or `jobs`: the parent's spec, whole.
+        Some(json) => serde_json::from_str::<ProbeSpec>(json)
+            .map_err(|e| usage(format!("--spec-json: not a probe spec: {e}")))?,
+        None => spec_from_args(args, &topo)?,
+    };
+    if !topo.numa_available && spec.mem != MemPlacement::Float {
         return Err(usage(
             "this kernel has no NUMA support: memory policies cannot be set",
         ));
     }
-    let spec = spec_from_args(args, &topo)?;
     let validated = probe::validate(&spec, &topo)?;
     let bound = match spec.mem {
         MemPlacement::Bind(n) => Some(n),
@@ -52,7 +55,7 @@ pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
     };
     let what = "probe --size";
     let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
-    probe::memory::check(&sys, &topo, what, spec.size_bytes, bound)?;
+    probe::memory::check(&sys, &topo, what, spec.size.bytes(), bound)?;
     let quiet = args.json;
     let of = match spec.min_time_ns {
         None => format!("/{}", spec.counts),
@@ -80,18 +83,19 @@ mod tests {
     use crate::sys::numa::PolicyScope;
     use clap::Parser;
 
-    /// `ProbeSpec::child_args` is the one place that spells a child
-    /// probe's options (run's samples, jobs' jobs): whatever it writes, the
-    /// probe's own command line must read back as the same spec, or a
-    /// sample would run something else than its row asks for.
+    /// A child probe (run's samples, jobs' jobs) gets its spec whole
+    /// (`child_argv`), and the options `jobs` shows for a spec (`options`)
+    /// are what a user would type: both must read back as the same spec,
+    /// or a sample would run something else than its row asks for, and a
+    /// user copying a header something else than the jobs ran.
     #[test]
-    fn child_args_parse_back_to_the_same_spec() {
+    fn child_argv_and_options_read_back_as_the_same_spec() {
         let topo = crate::topology::presets::find("ia64-4n")
             .unwrap()
             .topology();
         let base = ProbeSpec {
             pattern: Pattern::Chase,
-            size_bytes: 3 << 20,
+            size: crate::units::Size(3 << 20),
             counts: 7,
             min_time_ns: None,
             cpu: CpuPlacement::Float,
@@ -106,7 +110,7 @@ mod tests {
             base.clone(),
             ProbeSpec {
                 pattern: Pattern::GatherAdd,
-                size_bytes: 4096 + 4096,
+                size: crate::units::Size(4096 + 4096),
                 cpu: CpuPlacement::Node(3),
                 mem: MemPlacement::Bind(2),
                 thp: ThpMode::On,
@@ -123,21 +127,33 @@ mod tests {
             },
             ProbeSpec {
                 pattern: Pattern::SeqRw,
-                size_bytes: 1 << 30,
+                size: crate::units::Size(1 << 30),
                 mem: MemPlacement::Interleave(IdSet::parse("0,2-3").unwrap()),
                 thp: ThpMode::System,
                 ..base
             },
         ];
-        for spec in specs {
-            let mut argv = vec!["numalab".to_string()];
-            argv.extend(spec.child_args());
-            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let parse = |argv: &[String]| {
+            let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
             let Command::Probe(a) = cli.command else {
                 panic!("{argv:?} is not a probe command line")
             };
+            a
+        };
+        for spec in specs {
+            let mut argv = vec!["numalab".to_string()];
+            argv.extend(spec.child_argv());
+            let a = parse(&argv);
             assert!(a.json, "{argv:?}: a child prints its record as JSON");
-            assert_eq!(spec_from_args(&a, &topo).unwrap(), spec, "{argv:?}");
+            let json = a.spec_json.as_deref().expect("the spec, whole");
+            assert_eq!(serde_json::from_str::<ProbeSpec>(json).unwrap(), spec);
+            let mut argv = vec!["numalab".to_string(), "probe".to_string()];
+            argv.extend(spec.options());
+            assert_eq!(
+                spec_from_args(&parse(&argv), &topo).unwrap(),
+                spec,
+                "{argv:?}"
+            );
         }
     }
 }

@@ -341,7 +341,7 @@ pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
     let p = &spec.probe;
     ProbeSpec {
         pattern: p.pattern,
-        size_bytes: p.size.bytes(),
+        size: p.size,
         counts: p.counts,
         min_time_ns: None,
         cpu: match row.cpu {
@@ -475,7 +475,7 @@ impl Backend for Host {
         let mut argv: Vec<std::ffi::OsString> = vec![self.exe.clone().into()];
         argv.extend(
             self.probe_spec(row, spec)
-                .child_args()
+                .child_argv()
                 .iter()
                 .map(Into::into),
         );

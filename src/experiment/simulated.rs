@@ -137,10 +137,7 @@ impl Sim {
                 .unwrap_or(dflt)
         };
         let p = &spec.probe;
-        let per_iter = match p.pattern {
-            crate::probe::Pattern::GatherAdd => (p.size.bytes() / 24).max(1),
-            _ => (p.size.bytes() / 8).max(1),
-        };
+        let per_iter = p.pattern.accesses_per_pass(p.size.bytes());
         Ok(SampleSpec {
             allowed,
             mem,

@@ -245,7 +245,7 @@ pub fn run(
     } else {
         None
     };
-    let child_args = spec.probe.child_args();
+    let options = spec.probe.options();
     let job_homes = match &spec.home {
         Some(h) => Some(homes(topo, h, spec.n)?),
         None => None,
@@ -260,7 +260,7 @@ pub fn run(
                 }
             }
             let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
-            argv.extend(p.child_args().iter().map(Into::into));
+            argv.extend(p.child_argv().iter().map(Into::into));
             argv
         })
         .collect();
@@ -457,10 +457,7 @@ pub fn run(
         num_cpus: topo.online_cpus().len(),
         n: spec.n,
         // The options, as the table's header shows them (no `probe --json`).
-        probe_args: child_args
-            .into_iter()
-            .skip_while(|a| a == "probe" || a == "--json")
-            .collect(),
+        probe_args: options,
         load: spec.load,
         elapsed_s,
         average_user_s,

@@ -12,7 +12,7 @@
 
 use super::{HomeCpu, HomeSpec, Job, JobsRecord, SCHEMA};
 use crate::analysis::{self, Segment};
-use crate::probe::{CpuPlacement, MemPlacement, Pattern, ProbeSpec, ThpMode};
+use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec, ThpMode};
 use crate::sim::multi::{self, JobResult, Multi};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{Cause, Machine, Profile, MODEL_VERSION};
@@ -150,16 +150,13 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         migration_cost_ns: MIGRATION_COST_NS,
         scope: s.probe.bind_scope,
         load_policy: s.load_policy,
-        buffer_bytes: s.probe.size_bytes,
+        buffer_bytes: s.probe.size.bytes(),
         page_bytes: if s.probe.thp == ThpMode::On {
             2 << 20
         } else {
             4096
         },
-        accesses_per_iteration: match s.probe.pattern {
-            Pattern::GatherAdd => (s.probe.size_bytes / 24).max(1),
-            _ => (s.probe.size_bytes / 8).max(1),
-        },
+        accesses_per_iteration: s.probe.pattern.accesses_per_pass(s.probe.size.bytes()),
         iterations: s.probe.counts,
         seed: s.seed,
     };
@@ -200,12 +197,7 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         nodes: m.node_ids.clone(),
         num_cpus: m.len(),
         n: s.n,
-        probe_args: s
-            .probe
-            .child_args()
-            .into_iter()
-            .skip_while(|a| a == "probe" || a == "--json")
-            .collect(),
+        probe_args: s.probe.options(),
         load: s.load,
         elapsed_s: res.wall_ns as f64 / 1e9,
         average_user_s,

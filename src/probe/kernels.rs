@@ -39,6 +39,18 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// Accesses in one pass over a `bytes` buffer: one per u64 word, but
+    /// gather-add splits the bytes between a[] (8 bytes an element), b[]
+    /// and ix[] (16), so it has a third as many elements per byte. The one
+    /// place this rule is written: the probe maps by it, the simulator
+    /// counts by it.
+    pub fn accesses_per_pass(self, bytes: u64) -> u64 {
+        match self {
+            Pattern::GatherAdd => (bytes / 24).max(1),
+            _ => (bytes / 8).max(1),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Pattern::RandRw => "rand-rw",
@@ -76,7 +88,7 @@ impl Kernel {
     pub fn map(pattern: Pattern, bytes: usize) -> std::io::Result<Kernel> {
         let (a, bix, n) = match pattern {
             Pattern::GatherAdd => {
-                let n = (bytes / 24).max(1);
+                let n = pattern.accesses_per_pass(bytes as u64) as usize;
                 (Buffer::map(n * 8)?, Some(Buffer::map(n * 16)?), n)
             }
             _ => {

@@ -74,7 +74,9 @@ impl ThpMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSpec {
     pub pattern: Pattern,
-    pub size_bytes: u64,
+    /// The buffer's bytes (`size_bytes` in records, a number).
+    #[serde(rename = "size_bytes", with = "crate::units::as_bytes")]
+    pub size: crate::units::Size,
     pub counts: u32,
     /// Passes go on after `counts` until this long after the first began
     /// (`probe --min-time`); absent: exactly `counts` passes.
@@ -95,17 +97,28 @@ pub struct ProbeSpec {
 }
 
 impl ProbeSpec {
-    /// The command line of a child `numalab probe` that does this spec and
-    /// prints its record as JSON (after the executable): the one place that
-    /// spells a probe's options, for `run`'s samples and `jobs`' jobs.
-    pub fn child_args(&self) -> Vec<String> {
-        let mut a: Vec<String> = vec![
+    /// The command line of a child `numalab probe` that runs this spec and
+    /// prints its record as JSON (after the executable), for `run`'s
+    /// samples and `jobs`' jobs: the spec whole, as JSON (`--spec-json`,
+    /// hidden), so the child reads exactly the parent's spec and parses no
+    /// options a second time.
+    pub fn child_argv(&self) -> Vec<String> {
+        vec![
             "probe".into(),
             "--json".into(),
+            "--spec-json".into(),
+            serde_json::to_string(self).expect("a ProbeSpec is plain data"),
+        ]
+    }
+
+    /// The spec as `numalab probe` options, as a user would type them to
+    /// run it alone: shown in `jobs`' table header and record.
+    pub fn options(&self) -> Vec<String> {
+        let mut a: Vec<String> = vec![
             "--pattern".into(),
             self.pattern.name().into(),
             "--size".into(),
-            crate::units::Size(self.size_bytes).to_string(),
+            self.size.to_string(),
             "--counts".into(),
             self.counts.to_string(),
             "--thp".into(),
@@ -162,10 +175,10 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
     if spec.counts == 0 {
         return Err(usage("--counts must be at least 1"));
     }
-    if spec.size_bytes < 4096 {
+    if spec.size.bytes() < 4096 {
         return Err(usage(format!(
             "--size {} is too small: at least one page (4 KiB)",
-            spec.size_bytes
+            spec.size.bytes()
         )));
     }
     let node = |id: u32, what: &str| -> anyhow::Result<&crate::topology::Node> {
@@ -212,11 +225,11 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
         MemPlacement::Bind(id) => {
             mem_node(*id, "--membind")?;
             if let Some(free) = node(*id, "--membind")?.mem_free_bytes {
-                if spec.size_bytes > free {
+                if spec.size.bytes() > free {
                     return Err(usage(format!(
                         "--membind {id}: the buffer ({}) is larger than node {id}'s free \
                          memory ({})",
-                        fmt_size(spec.size_bytes),
+                        fmt_size(spec.size.bytes()),
                         fmt_size(free)
                     )));
                 }

@@ -66,8 +66,8 @@ pub fn run(
     if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
         numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
     }
-    let mut kernel = Kernel::map(spec.pattern, spec.size_bytes as usize)
-        .with_context(|| format!("mapping a {} byte buffer", spec.size_bytes))?;
+    let mut kernel = Kernel::map(spec.pattern, spec.size.bytes() as usize)
+        .with_context(|| format!("mapping a {} byte buffer", spec.size.bytes()))?;
     for b in kernel.buffers() {
         match spec.thp {
             ThpMode::System => {}

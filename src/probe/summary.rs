@@ -45,7 +45,7 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
         out,
         "probe: {}, {} buffer, {} iteration{} of {} accesses{}, pid {}",
         s.pattern.name(),
-        fmt_size(s.size_bytes),
+        fmt_size(s.size.bytes()),
         passes,
         if passes == 1 { "" } else { "s" },
         t.accesses_per_iteration,

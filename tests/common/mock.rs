@@ -93,7 +93,7 @@ impl Backend for Mock {
 pub fn template() -> ProbeRecord {
     let spec = ProbeSpec {
         pattern: Pattern::RandRw,
-        size_bytes: 4096,
+        size: numalab::units::Size(4096),
         counts: 1,
         min_time_ns: None,
         cpu: CpuPlacement::Float,
