@@ -201,7 +201,7 @@ pub struct JobsArgs {
     pub buffer_kb: u32,
 
     #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::Format,
+    pub format: crate::table::Format,
 
     /// Also write the JSON record here.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -551,7 +551,7 @@ pub struct ReportArgs {
     pub dir: PathBuf,
 
     #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::Format,
+    pub format: crate::table::Format,
 }
 
 #[derive(Debug, Args)]
@@ -561,7 +561,7 @@ pub struct CompareArgs {
     pub runs: Vec<PathBuf>,
 
     #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::Format,
+    pub format: crate::table::Format,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,46 @@
 
 use serde::Serialize;
 
+/// Every format a result is exported in (`--format`; a run's report.txt,
+/// .md, .csv and .json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl Format {
+    /// Every format, in the order a run's report files are written.
+    pub const ALL: [Format; 4] = [Format::Text, Format::Markdown, Format::Csv, Format::Json];
+}
+
+/// A result that exports in every [`Format`]: a run's report, a
+/// comparison, a jobs record. Each says how it looks in each format; the
+/// one match on the format is [`Render::render`] (hyperfine's exporter
+/// model), so a new format is one method here and one per result, found by
+/// the compiler.
+pub trait Render {
+    /// The aligned text table with its header and notes.
+    fn text(&self) -> String;
+    /// The same as GitHub Markdown.
+    fn markdown(&self) -> String;
+    /// One CSV row per table row, header from the row struct.
+    fn csv(&self) -> anyhow::Result<String>;
+    /// The whole result as a versioned JSON document.
+    fn json(&self) -> anyhow::Result<String>;
+
+    fn render(&self, format: Format) -> anyhow::Result<String> {
+        match format {
+            Format::Text => Ok(self.text()),
+            Format::Markdown => Ok(self.markdown()),
+            Format::Csv => self.csv(),
+            Format::Json => self.json(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
     Left,

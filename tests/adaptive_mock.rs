@@ -8,12 +8,13 @@ mod common;
 
 use common::mock::{self, Mock};
 use numalab::experiment::runner;
+use numalab::report;
 use numalab::report::observer::ExportObserver;
-use numalab::report::{self, Format};
 use numalab::run::record::{self, SampleRecord};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision, Row};
 use numalab::run::stop::StopReason;
 use numalab::sys::signals::Stop;
+use numalab::table::Format;
 use numalab::topology::presets;
 use std::path::Path;
 

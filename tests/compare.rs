@@ -4,11 +4,11 @@
 //! format on one fixed input (insta snapshots), and that compare writes
 //! nothing.
 
-use numalab::compare::{self, render};
+use numalab::compare;
 use numalab::probe::record::ProbeRecord;
-use numalab::report::Format;
 use numalab::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef};
+use numalab::table::Format;
 use numalab::topology::presets;
 use numalab::trace::record::SampleTrace;
 use std::collections::BTreeMap;
@@ -355,7 +355,7 @@ fn small(tmp: &Path) -> compare::Comparison {
 fn rendered(f: Format) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let c = small(tmp.path());
-    render::render(&c, f)
+    numalab::table::Render::render(&c, f)
         .unwrap()
         .replace(tmp.path().to_str().unwrap(), "TMP")
 }
@@ -465,7 +465,7 @@ fn traced_runs_use_the_trace_and_probe_differences_warn() {
         "{:?}",
         c.warnings
     );
-    assert!(render::render(&c, Format::Text)
+    assert!(numalab::table::Render::render(&c, Format::Text)
         .unwrap()
         .contains("the kernel's trace"));
 }
@@ -487,7 +487,7 @@ fn zero_times_print_no_nan_or_inf() {
     assert!(changes.contains(&None), "{changes:?}");
     assert!(changes.contains(&Some(100.0)), "{changes:?}");
     for f in [Format::Text, Format::Markdown, Format::Csv, Format::Json] {
-        let out = render::render(&c, f).unwrap();
+        let out = numalab::table::Render::render(&c, f).unwrap();
         for bad in ["NaN", "nan", "inf"] {
             assert!(!out.contains(bad), "{f:?} prints {bad}:\n{out}");
         }

@@ -118,18 +118,32 @@ fn jobs_from_a_record_without_jobs_is_exit_2_not_an_empty_table() {
 fn jobs_options_repeated_after_the_dash_dash_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     for (opt, val) in [("--size", "1G"), ("--counts", "3"), ("--pattern", "chase")] {
-        let (rc, _, err) =
-            numalab_out(&["jobs", "2", "--backend", "sim", "--", opt, val], tmp.path());
+        let (rc, _, err) = numalab_out(
+            &["jobs", "2", "--backend", "sim", "--", opt, val],
+            tmp.path(),
+        );
         assert_eq!(rc, 2, "{opt}: {err}");
         assert!(err.contains(&format!("{opt} after `--`")), "{err}");
     }
     let (rc, out, err) = numalab_out(
         &[
-            "jobs", "2", "--backend", "sim", "--preset", "xeon-8167m-2n", "--counts", "2",
-            "--", "--membind", "1",
+            "jobs",
+            "2",
+            "--backend",
+            "sim",
+            "--preset",
+            "xeon-8167m-2n",
+            "--counts",
+            "2",
+            "--",
+            "--membind",
+            "1",
         ],
         tmp.path(),
     );
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("--counts 2") && out.contains("--membind 1"), "{out}");
+    assert!(
+        out.contains("--counts 2") && out.contains("--membind 1"),
+        "{out}"
+    );
 }

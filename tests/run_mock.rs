@@ -7,13 +7,14 @@ mod common;
 
 use common::mock::{self, Mock};
 use numalab::experiment::runner;
+use numalab::report;
 use numalab::report::observer::ExportObserver;
-use numalab::report::{self, Format};
 use numalab::run::plan;
 use numalab::run::record::{self};
 use numalab::run::spec::ExperimentSpec;
 use numalab::sys::signals::Stop;
 use numalab::sys::state::{self, Journal};
+use numalab::table::Format;
 use numalab::topology::presets;
 use std::collections::BTreeSet;
 

@@ -10,10 +10,11 @@
 use numalab::analysis::balance::SampleBalance;
 use numalab::jobs::{render as jobs_render, Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::probe::record::ProbeRecord;
-use numalab::report::{self, Format};
+use numalab::report;
 use numalab::run::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision};
 use numalab::run::stop::{self, StopReason};
+use numalab::table::Format;
 use numalab::topology::presets;
 use numalab::trace::analyze::BalanceKinds;
 use numalab::trace::record::SampleTrace;

@@ -27,6 +27,6 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     for w in &c.warnings {
         eprintln!("warning: {w}");
     }
-    print!("{}", compare::render::render(&c, a.format)?);
+    print!("{}", crate::table::Render::render(&c, a.format)?);
     Ok(())
 }

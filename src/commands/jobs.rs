@@ -4,22 +4,15 @@
 use crate::cli::JobsArgs;
 use crate::error::usage;
 use crate::jobs::{self, render, JobsRecord, JobsSpec};
-use crate::report::Format;
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
+use crate::table::{Format, Render};
 use std::io::IsTerminal;
 use std::path::Path;
 
-fn print(rec: &JobsRecord, format: Format) {
-    print!(
-        "{}",
-        match format {
-            Format::Text => render::text(rec),
-            Format::Markdown => render::markdown(rec),
-            Format::Csv => render::csv(rec),
-            Format::Json => render::json(rec),
-        }
-    );
+fn print(rec: &JobsRecord, format: Format) -> anyhow::Result<()> {
+    print!("{}", rec.render(format)?);
+    Ok(())
 }
 
 /// The one node memory is bound to, if it is.
@@ -75,7 +68,7 @@ fn probe_options(a: &JobsArgs) -> anyhow::Result<crate::cli::ProbeArgs> {
 
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.from {
-        print(&jobs::read_record(path)?, a.format);
+        print(&jobs::read_record(path)?, a.format)?;
         return Ok(());
     }
     // N (1..=1024) and --load (0..=100) are checked by clap at the edge.
@@ -168,7 +161,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         if let Some(out) = &a.out {
             state::write_atomic(out, render::json(&rec).as_bytes())?;
         }
-        print(&rec, a.format);
+        print(&rec, a.format)?;
         return Ok(());
     }
     // Every job is a process: its buffer plus the process itself.
@@ -254,6 +247,6 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
         state::write_atomic(out, render::json(&rec).as_bytes())?;
     }
-    print(&rec, a.format);
+    print(&rec, a.format)?;
     Ok(())
 }

@@ -5,11 +5,12 @@ use crate::error::usage;
 use crate::experiment::backend::{Backend, Host};
 use crate::experiment::runner;
 use crate::experiment::simulated::Sim;
-use crate::report::{self, Format};
+use crate::report;
 use crate::run::record;
 use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
+use crate::table::Format;
 use crate::trace::tracefs::Tracefs;
 use std::path::{Path, PathBuf};
 

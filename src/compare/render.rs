@@ -4,22 +4,25 @@
 //! the text and Markdown tables through [`crate::table`].
 
 use super::{Comparison, RowCmp, Versus};
-use crate::report::Format;
-use crate::table::Table;
+use crate::table::{Render, Table};
 use serde::Serialize;
 use std::fmt::Write;
 
-pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => text(c),
-        Format::Markdown => markdown(c),
-        Format::Csv => csv(c)?,
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(c)?;
-            s.push('\n');
-            s
-        }
-    })
+impl Render for Comparison {
+    fn text(&self) -> String {
+        text(self)
+    }
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+    fn csv(&self) -> anyhow::Result<String> {
+        csv(self)
+    }
+    fn json(&self) -> anyhow::Result<String> {
+        let mut s = serde_json::to_string_pretty(self)?;
+        s.push('\n');
+        Ok(s)
+    }
 }
 
 /// The rule behind the marks and columns, printed under every table.

@@ -219,6 +219,21 @@ pub fn json(r: &JobsRecord) -> String {
     s
 }
 
+impl crate::table::Render for JobsRecord {
+    fn text(&self) -> String {
+        text(self)
+    }
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+    fn csv(&self) -> anyhow::Result<String> {
+        Ok(csv(self))
+    }
+    fn json(&self) -> anyhow::Result<String> {
+        Ok(json(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Job, JobsRecord, SCHEMA};

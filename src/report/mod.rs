@@ -29,19 +29,12 @@ pub mod traced;
 use crate::run::record::{self, RunMeta, SampleRecord};
 use crate::run::spec::Row;
 use crate::stats::{Sample, Summary};
+use crate::table::{Format, Render};
 use serde::Serialize;
 use std::path::Path;
 
 /// Rows with s/x̄ above this are flagged noisy (the RFC's rows sit at 1-4%).
 pub const NOISY_CV: f64 = 0.05;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Markdown,
-    Csv,
-    Json,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RowStats {
@@ -141,6 +134,46 @@ impl RowStats {
     }
 }
 
+/// A run's report: its records, their statistics per row, and warnings
+/// about the records (`notes`), in every [`Format`] ([`Render`]).
+pub struct Report<'a> {
+    meta: &'a RunMeta,
+    samples: &'a [SampleRecord],
+    notes: &'a [String],
+    stats: Vec<RowStats>,
+}
+
+impl<'a> Report<'a> {
+    pub fn new(meta: &'a RunMeta, samples: &'a [SampleRecord], notes: &'a [String]) -> Self {
+        Report {
+            meta,
+            samples,
+            notes,
+            stats: row_stats(meta, samples),
+        }
+    }
+}
+
+impl Render for Report<'_> {
+    fn text(&self) -> String {
+        text::render(self.meta, self.samples, &self.stats, self.notes)
+    }
+    fn markdown(&self) -> String {
+        markdown::render(self.meta, self.samples, &self.stats, self.notes)
+    }
+    fn csv(&self) -> anyhow::Result<String> {
+        Ok(csv::render(&self.stats))
+    }
+    fn json(&self) -> anyhow::Result<String> {
+        Ok(json::render(
+            self.meta,
+            self.samples,
+            &self.stats,
+            self.notes,
+        ))
+    }
+}
+
 /// Renders a report in `format`.
 pub fn render(meta: &RunMeta, samples: &[SampleRecord], format: Format) -> String {
     render_noted(meta, samples, &[], format)
@@ -153,13 +186,9 @@ pub fn render_noted(
     notes: &[String],
     format: Format,
 ) -> String {
-    let stats = row_stats(meta, samples);
-    match format {
-        Format::Text => text::render(meta, samples, &stats, notes),
-        Format::Markdown => markdown::render(meta, samples, &stats, notes),
-        Format::Csv => csv::render(&stats),
-        Format::Json => json::render(meta, samples, &stats, notes),
-    }
+    Report::new(meta, samples, notes)
+        .render(format)
+        .expect("a report's rows serialize")
 }
 
 /// Rewrites every export in `dir` (atomically), so an interrupted run still
@@ -170,13 +199,15 @@ pub fn write_exports(
     samples: &[SampleRecord],
     notes: &[String],
 ) -> anyhow::Result<()> {
-    for (name, f) in [
-        ("report.txt", Format::Text),
-        ("report.md", Format::Markdown),
-        ("report.csv", Format::Csv),
-        ("report.json", Format::Json),
-    ] {
-        let text = render_noted(meta, samples, notes, f);
+    let report = Report::new(meta, samples, notes);
+    for f in Format::ALL {
+        let name = match f {
+            Format::Text => "report.txt",
+            Format::Markdown => "report.md",
+            Format::Csv => "report.csv",
+            Format::Json => "report.json",
+        };
+        let text = report.render(f)?;
         record::write_atomic(&dir.join(name), text.as_bytes())?;
     }
     Ok(())
