@@ -118,6 +118,80 @@ pub enum Command {
     /// instances, mounts) left changed by a run or tracer that was killed
     /// (SIGKILL, power loss).
     Restore,
+
+    /// Print a man page (roff) or a shell's completion script, generated
+    /// from these very definitions, so they never drift from the binary:
+    /// `numalab generate man > numalab.1`, `numalab generate man run >
+    /// numalab-run.1`, `numalab generate bash >
+    /// /etc/bash_completion.d/numalab`.
+    Generate {
+        #[arg(value_enum)]
+        what: Generate,
+        /// With `man`: the subcommand's page, numalab-SUBCOMMAND(1).
+        #[arg(value_name = "SUBCOMMAND")]
+        subcommand: Option<String>,
+    },
+}
+
+/// What `numalab generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    /// The man page, numalab(1), with every subcommand (roff, for `man -l`).
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+/// Writes what `numalab generate` asks for to `out`: clap_mangen's man
+/// page of numalab or of one subcommand (`numalab-run(1)`, as git names
+/// its pages), or clap_complete's script for the shell. An unknown
+/// subcommand is a usage error naming the known ones.
+pub fn generate(
+    what: Generate,
+    subcommand: Option<&str>,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    let mut cmd = Cli::command();
+    let shell =
+        match (what, subcommand) {
+            (Generate::Man, None) => {
+                clap_mangen::Man::new(cmd).render(out)?;
+                return Ok(());
+            }
+            (Generate::Man, Some(name)) => {
+                let visible = || cmd.get_subcommands().filter(|s| !s.is_hide_set());
+                let Some(sub) = visible().find(|s| s.get_name() == name) else {
+                    let known: Vec<&str> = visible().map(|s| s.get_name()).collect();
+                    return Err(crate::error::usage(format!(
+                        "generate man {name:?}: no such subcommand (known: {})",
+                        known.join(", ")
+                    )));
+                };
+                let page = format!("numalab-{name}");
+                let sub = sub
+                    .clone()
+                    .name(page.clone())
+                    .display_name(page)
+                    .bin_name(format!("numalab {name}"));
+                clap_mangen::Man::new(sub).render(out)?;
+                return Ok(());
+            }
+            (_, Some(_)) => return Err(crate::error::usage(
+                "generate: a SUBCOMMAND goes with `man` only; completions cover every subcommand",
+            )),
+            (Generate::Bash, None) => Shell::Bash,
+            (Generate::Zsh, None) => Shell::Zsh,
+            (Generate::Fish, None) => Shell::Fish,
+            (Generate::Elvish, None) => Shell::Elvish,
+            (Generate::Powershell, None) => Shell::PowerShell,
+        };
+    clap_complete::generate(shell, &mut cmd, "numalab", out);
+    Ok(())
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Home(args) => home::run(&cli.sysfs_root, &args),
         Command::Sched(args) => sched::run(&cli.sysfs_root, &args),
         Command::Restore => restore::run(&cli.sysfs_root),
+        Command::Generate { what, subcommand } => {
+            crate::cli::generate(what, subcommand.as_deref(), &mut std::io::stdout().lock())
+        }
         Command::Gate { command } => {
             let e = crate::sys::wait_at_gate_and_exec(&command);
             Err(crate::error::usage(format!(
