@@ -1,9 +1,25 @@
 //! numalab: measure, explain and predict NUMA placement on Linux.
 //!
-//! The library holds the logic; the `numalab` binary is glue. The spine:
-//! experiment spec -> backend (host or simulator) -> records (JSON lines) ->
-//! statistics -> reports. This release has the machine model ([`topology`])
-//! and the list syntax shared by every command ([`idset`]).
+//! When a task's memory sits on one NUMA node, how well do the scheduler,
+//! the load balancer and automatic NUMA balancing keep the task near it
+//! under background load, and what do pinning, floating, NUMA balancing and
+//! a preferred node do to its run time? The library holds the logic; the
+//! `numalab` binary is glue (`commands`), and `error` turns every error into
+//! one message and an exit code.
+//!
+//! The spine: an experiment spec ([`run::spec`]) -> a backend (the host, the
+//! simulator in [`sim`], or a test's mock; [`experiment::backend`]) ->
+//! records ([`run::record`], JSON lines) -> statistics ([`stats`]) ->
+//! reports ([`report`]), comparisons ([`compare`]) and pictures ([`plot`]).
+//! Around it: the machine model ([`topology`]), the probe ([`probe`]), the
+//! background load ([`load`]), scheduler tracing ([`trace`]), the multi-job
+//! test ([`jobs`]), and the preferred-node mechanisms for kernels without
+//! the PNID patch: the homenode agent ([`home`]) and the sched_ext
+//! scheduler ([`sched`]).
+//!
+//! Modules are layered (tests/layering.rs; ARCHITECTURE.md has the table,
+//! the path of one run, and where to add a backend, a knob, a pattern or a
+//! row dimension).
 
 pub mod analysis;
 pub mod cli;
