@@ -5,7 +5,7 @@
 # skipping the tests that need it.
 #
 # With arguments, they go to `cargo test --release` as they are (one test
-# binary, a name filter...). Without, the tests run in two phases:
+# binary, a name filter...). Without, the tests run in three phases:
 #  1. every test binary but the lab's, as `cargo test` runs them;
 #  2. the lab tests that must have the machine to themselves (a
 #     tests/lab_*.rs whose first line is `//! test.sh: alone`: a
