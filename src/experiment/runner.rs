@@ -6,7 +6,8 @@
 //!
 //! Resuming reads the records first ([`record::read_samples`]): a bad line
 //! before the last is an error and nothing changes; a torn final line is
-//! cut off (and the observer is told) before anything is appended;
+//! cut off, and a complete final record without its newline gets one (the
+//! observer is told either way), before anything is appended;
 //! duplicates of a (row, sample) pair and records of unplanned rows stay in
 //! the file but are not counted, so a pair never counts twice, and the
 //! observer gets them as lasting notes for every report.
@@ -26,7 +27,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 pub trait RunObserver {
     /// Before the first new sample: the run, what reading its records found
     /// (`found.records` are counted; a torn tail in `found.torn` has just
-    /// been cut off the file; `found.uncounted` stay in it) and how many
+    /// been cut off the file, a complete final record in
+    /// `found.unterminated` has just had its newline added;
+    /// `found.uncounted` stay in it) and how many
     /// samples are still to run.
     fn on_plan(&mut self, meta: &RunMeta, found: &SamplesFile, todo: u64) -> anyhow::Result<()>;
     /// A sample of `row` starts; `done` of `planned` are recorded.
@@ -141,7 +144,7 @@ pub fn execute(
     }
     let found = record::read_samples(dir, &meta)?;
     found.require_clean()?;
-    record::drop_torn_tail(&found)?;
+    record::mend_tail(&found)?;
     // Fixed or adaptive (`--precision`), rebuilt from the records.
     let mut schedule = Schedule::new(&meta, &found.records);
     let planned = schedule.planned(&found.records);
