@@ -2,10 +2,12 @@
 //!
 //! Exit codes: 0 success, 1 a run that failed, 2 bad usage or an environment
 //! that cannot do what was asked (bad list, unknown node, unreadable sysfs,
-//! missing kernel feature). Library errors that mean "the input is wrong"
+//! missing kernel feature, an input file that is unreadable, not a regular
+//! file or too large). Library errors that mean "the input is wrong"
 //! are recognised anywhere in an error's context chain.
 
 use crate::idset::ListError;
+use crate::input::InputError;
 use crate::topology::sysfs::SysfsError;
 use crate::topology::TopologyError;
 
@@ -61,6 +63,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     let is_usage = err.chain().any(|c| {
         c.is::<UsageError>()
             || c.is::<ListError>()
+            || c.is::<InputError>()
             || c.is::<TopologyError>()
             || c.is::<SysfsError>()
     });

@@ -30,6 +30,7 @@ pub mod exec;
 pub mod experiment;
 pub mod home;
 pub mod idset;
+pub mod input;
 pub mod jobs;
 pub mod load;
 pub mod paths;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. A module may import modules of lower layers only.
 const LAYERS: &[&[&str]] = &[
-    &["idset", "units", "stats", "table", "rng"],
+    &["idset", "units", "stats", "table", "rng", "input"],
     &["topology"],
     &["error"],
     &["sys", "paths"],

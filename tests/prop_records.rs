@@ -243,7 +243,7 @@ proptest! {
             None => prop_assert!(torn.is_empty()),
         }
         // Cutting the torn tail leaves exactly the complete lines.
-        record::drop_torn_tail(&found).unwrap();
+        record::mend_tail(&found).unwrap();
         prop_assert_eq!(std::fs::metadata(&path).unwrap().len(), good.len() as u64);
     }
 

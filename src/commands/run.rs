@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
     let mut spec = match &a.spec {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| usage(format!("cannot read spec {}: {e}", p.display())))?;
+            let text = crate::input::read_input_text(p, "spec", crate::input::DOC_LIMIT)?;
             ExperimentSpec::from_toml(&text, &p.display().to_string())?
         }
         None => ExperimentSpec::default(),

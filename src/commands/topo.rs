@@ -25,8 +25,7 @@ pub fn load(sysfs_root: &Path, source: &TopologySource) -> anyhow::Result<Topolo
         };
     }
     if let Some(path) = &source.topology {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("cannot read topology file {}: {e}", path.display())))?;
+        let text = crate::input::read_input_text(path, "topology file", crate::input::DOC_LIMIT)?;
         return Ok(Topology::from_json(&text, &path.display().to_string())?);
     }
     let sys = SysRoot::new(sysfs_root);

@@ -250,8 +250,9 @@ fn runnable(prog: &str) -> bool {
 }
 
 fn from_file(topo: &Topology, path: &Path, a: &TraceArgs) -> anyhow::Result<Traced> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("--from {}: {e}", path.display())))?;
+    // Invalid UTF-8 (comms are raw bytes) is replaced, not an error.
+    let bytes = crate::input::read_input(path, "--from", crate::input::STREAM_LIMIT)?;
+    let text = String::from_utf8_lossy(&bytes);
     let parsed = crate::trace::text::parse(&text, &path.display().to_string())
         .map_err(|e| usage(e.to_string()))?;
     let events = parsed.events;

@@ -6,7 +6,8 @@
 //!
 //! Resuming reads the records first ([`record::read_samples`]): a bad line
 //! before the last is an error and nothing changes; a torn final line is
-//! cut off (and the observer is told) before anything is appended;
+//! cut off, and a complete final record without its newline gets one (the
+//! observer is told either way), before anything is appended;
 //! duplicates of a (row, sample) pair and records of unplanned rows stay in
 //! the file but are not counted, so a pair never counts twice, and the
 //! observer gets them as lasting notes for every report.
@@ -126,7 +127,7 @@ pub fn execute(
     }
     let found = record::read_samples(dir, &meta)?;
     found.require_clean()?;
-    record::drop_torn_tail(&found)?;
+    record::mend_tail(&found)?;
     // Fixed or adaptive (`--precision`), rebuilt from the records.
     let mut schedule = Schedule::new(&meta, &found.records);
     let planned = schedule.planned(&found.records);

@@ -476,8 +476,7 @@ pub fn run(
 
 /// Reads a record written by `numalab jobs --out` (or `--format json`).
 pub fn read_record(path: &std::path::Path) -> anyhow::Result<JobsRecord> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| crate::error::usage(format!("{}: {e}", path.display())))?;
+    let text = crate::input::read_input_text(path, "jobs record", crate::input::RECORD_LIMIT)?;
     let rec: JobsRecord = serde_json::from_str(&text).map_err(|e| {
         crate::error::usage(format!(
             "{}: not a numalab jobs record: {e}",

@@ -2,7 +2,7 @@
 //! exports (report.txt, .md, .csv, .json) when the run starts, after every
 //! sample and at the end, so an interrupted run still leaves valid reports;
 //! it says on stderr what reading the records found (a torn final line cut
-//! off, records not counted); and on a terminal it draws a progress bar
+//! off, a final record's missing newline added, records not counted); and on a terminal it draws a progress bar
 //! (`indicatif`): the row running, samples done of planned, elapsed, ETA.
 
 use crate::run::observer::RunObserver;
@@ -67,6 +67,13 @@ impl RunObserver for ExportObserver {
                  short by a crash) off {}; its sample runs again",
                 t.line,
                 t.bytes,
+                found.path.display()
+            ));
+        }
+        if let Some(line) = found.unterminated {
+            self.say(&format!(
+                "run: added the missing newline after the complete final record {line} of {}; \
+                 it is kept and counted",
                 found.path.display()
             ));
         }

@@ -11,8 +11,9 @@ use super::spec::Row;
 pub trait RunObserver {
     /// Before the first new sample: the run, what reading its records found
     /// (`found.records` are counted; a torn tail in `found.torn` has just
-    /// been cut off the file; `found.uncounted` stay in it) and how many
-    /// samples are still to run.
+    /// been cut off the file, a complete final record in
+    /// `found.unterminated` has just had its newline added;
+    /// `found.uncounted` stay in it) and how many samples are still to run.
     fn on_plan(&mut self, meta: &RunMeta, found: &SamplesFile, todo: u64) -> anyhow::Result<()>;
     /// A sample of `row` starts; `done` of `planned` are recorded.
     fn on_sample_start(&mut self, row: &Row, done: u64, planned: u64);

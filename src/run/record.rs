@@ -3,16 +3,17 @@
 //!
 //! Records are never lost: reading them ([`read_samples`]) is pure, it never
 //! writes, and returns the records with everything it found wrong (see
-//! [`SamplesFile`]). Only `run --resume` changes the file, and only to cut a
-//! torn final line ([`drop_torn_tail`]), which it says it does. Every I/O
-//! error names its file.
+//! [`SamplesFile`]). Only `run --resume` changes the file, and only to mend
+//! its end ([`mend_tail`]): cut a torn final line, or add the newline a
+//! complete final record lacks, which it says it does. Every I/O error
+//! names its file.
 
 use super::spec::{ExperimentSpec, Row};
 use crate::probe::record::ProbeRecord;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 pub const RUN_SCHEMA: &str = "numalab.run/1";
@@ -197,13 +198,13 @@ pub fn write_meta(dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
 
 pub fn read_meta(dir: &Path) -> anyhow::Result<RunMeta> {
     let p = meta_path(dir);
-    let text = std::fs::read_to_string(&p).map_err(|e| {
-        crate::error::usage(format!(
-            "{}: {e} (is {} a numalab run directory?)",
-            p.display(),
-            dir.display()
-        ))
-    })?;
+    let text = crate::input::read_input_text(&p, "run record", crate::input::RECORD_LIMIT)
+        .map_err(|e| {
+            crate::error::usage(format!(
+                "{e} (is {} a numalab run directory?)",
+                dir.display()
+            ))
+        })?;
     let meta: RunMeta = serde_json::from_str(&text).map_err(|e| {
         crate::error::usage(format!("{}: not a numalab run record: {e}", p.display()))
     })?;
@@ -227,9 +228,11 @@ pub struct BadLine {
     pub error: String,
 }
 
-/// The final line without its newline: a write cut short by a crash (the
-/// writer puts record and newline in one write). Never counted, even when
-/// its JSON happens to be complete.
+/// The final line without its newline that is not a sample record: a
+/// write cut short by a crash (the writer puts record and newline in one
+/// write). Never counted. (A final line that is a complete record without
+/// its newline, as an editor may leave it, is counted:
+/// [`SamplesFile::unterminated`].)
 #[derive(Debug, Clone, PartialEq)]
 pub struct TornTail {
     pub line: usize,
@@ -257,6 +260,10 @@ pub struct SamplesFile {
     /// The records counted: valid, planned, first of their (row, sample).
     pub records: Vec<SampleRecord>,
     pub torn: Option<TornTail>,
+    /// The final line (1-based) is a complete sample record but lacks its
+    /// newline: it is read as any other line, and `run --resume` adds the
+    /// newline before appending ([`mend_tail`]).
+    pub unterminated: Option<usize>,
     /// Complete lines that are not sample records.
     pub bad: Vec<BadLine>,
     /// Duplicates (the first line of a pair counts, later ones do not) and
@@ -327,10 +334,12 @@ impl SamplesFile {
 /// [`SamplesFile`]). A missing file is an empty run.
 pub fn read_samples(dir: &Path, meta: &RunMeta) -> anyhow::Result<SamplesFile> {
     let path = samples_path(dir);
-    let data = match std::fs::read(&path) {
+    // Bounded, regular files only; unreadable records are bad input
+    // (exit 2), not a failed run.
+    let data = match crate::input::read_input(&path, "records", crate::input::STREAM_LIMIT) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(e) if e.is_not_found() => Vec::new(),
+        Err(e) => return Err(e.into()),
     };
     let mut out = SamplesFile {
         path,
@@ -349,17 +358,28 @@ pub fn read_samples(dir: &Path, meta: &RunMeta) -> anyhow::Result<SamplesFile> {
     let mut line = 0;
     while !rest.is_empty() {
         line += 1;
-        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-            out.torn = Some(TornTail {
-                line,
-                offset,
-                bytes: rest.len() as u64,
-            });
-            break;
+        let text = match rest.iter().position(|&b| b == b'\n') {
+            Some(nl) => {
+                let text = &rest[..nl];
+                offset += nl as u64 + 1;
+                rest = &rest[nl + 1..];
+                text
+            }
+            // No newline: a complete record is kept (only its newline is
+            // missing); anything else is a torn write.
+            None if is_sample_record(rest) => {
+                out.unterminated = Some(line);
+                std::mem::take(&mut rest)
+            }
+            None => {
+                out.torn = Some(TornTail {
+                    line,
+                    offset,
+                    bytes: rest.len() as u64,
+                });
+                break;
+            }
         };
-        let text = &rest[..nl];
-        offset += nl as u64 + 1;
-        rest = &rest[nl + 1..];
         let rec = match serde_json::from_slice::<SampleRecord>(text) {
             Ok(r) if r.schema == SAMPLE_SCHEMA => r,
             Ok(r) => {
@@ -415,12 +435,19 @@ pub fn read_samples(dir: &Path, meta: &RunMeta) -> anyhow::Result<SamplesFile> {
     Ok(out)
 }
 
-/// Cuts the torn final line found by [`read_samples`] off the file, and
-/// nothing else: it refuses when the file changed since it was read.
-pub fn drop_torn_tail(found: &SamplesFile) -> anyhow::Result<()> {
-    let Some(t) = &found.torn else {
+/// Whether `line` is a whole sample record of this schema.
+fn is_sample_record(line: &[u8]) -> bool {
+    serde_json::from_slice::<SampleRecord>(line).is_ok_and(|r| r.schema == SAMPLE_SCHEMA)
+}
+
+/// Mends the end of the file [`read_samples`] read, and changes nothing
+/// else: cuts a torn final line off, or adds the newline a complete final
+/// record lacks (so the next append starts a line of its own). It refuses
+/// when the file changed since it was read.
+pub fn mend_tail(found: &SamplesFile) -> anyhow::Result<()> {
+    if found.torn.is_none() && found.unterminated.is_none() {
         return Ok(());
-    };
+    }
     let p = &found.path;
     let f = std::fs::OpenOptions::new()
         .write(true)
@@ -437,9 +464,19 @@ pub fn drop_torn_tail(found: &SamplesFile) -> anyhow::Result<()> {
             found.len
         );
     }
-    f.set_len(t.offset)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("cutting the torn final line off {}", p.display()))
+    match &found.torn {
+        Some(t) => f
+            .set_len(t.offset)
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("cutting the torn final line off {}", p.display())),
+        None => {
+            let mut f = f;
+            f.seek(std::io::SeekFrom::End(0))
+                .and_then(|_| f.write_all(b"\n"))
+                .and_then(|_| f.sync_all())
+                .with_context(|| format!("ending the complete final record of {}", p.display()))
+        }
+    }
 }
 
 /// Appends one sample as a JSON line and fsyncs it.
@@ -523,7 +560,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let e = drop_torn_tail(&found).unwrap_err();
+        let e = mend_tail(&found).unwrap_err();
         assert!(format!("{e:#}").contains("file/run/samples.jsonl"), "{e:#}");
     }
 }

@@ -303,9 +303,14 @@ pub fn try_pull(e: &mut Engine, x: usize, level: usize, kind: Kind) -> bool {
     }
     let d = e.m.cpu_domains[x][level];
     let dom = &e.m.domains[d];
-    // The probe's CPU has this domain at the same level (domains are shared
-    // by span and level).
-    let (lg, bg) = (e.m.cpu_group[x][level], e.m.cpu_group[cur][level]);
+    // The probe's group in x's domain, looked up in the domain, not at the
+    // same level of the probe's CPU: CPUs' hierarchies differ in depth
+    // where nodes do (a node of one CPU has no MC level; asymmetric
+    // distances give NUMA levels of different spans).
+    let lg = e.m.cpu_group[x][level];
+    let Some(bg) = e.m.group_of(d, cur) else {
+        return false;
+    };
     if lg == bg {
         return false;
     }

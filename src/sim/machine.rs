@@ -98,7 +98,10 @@ impl Machine {
     pub fn new(topo: &Topology) -> anyhow::Result<Machine> {
         let ids: Vec<u32> = topo.online_cpus().iter().collect();
         if ids.is_empty() {
-            anyhow::bail!("the topology has no online CPUs to simulate");
+            // The topology's fault, not the run's: bad input, exit 2.
+            return Err(crate::error::usage(
+                "the topology has no online CPUs to simulate",
+            ));
         }
         let pos: HashMap<u32, usize> = ids.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         let node_ids: Vec<u32> = topo
@@ -124,7 +127,16 @@ impl Machine {
             .map(|&a| {
                 node_ids
                     .iter()
-                    .map(|&b| topo.distance(a, b).unwrap_or(if a == b { 10 } else { 20 }))
+                    .map(|&b| {
+                        let d = |a, b| topo.distance(a, b).unwrap_or(if a == b { 10 } else { 20 });
+                        // The larger of both ways: an asymmetric SLIT (real
+                        // firmware has them; the kernel only warns) gives
+                        // spans that do not hold each other and node
+                        // choices that disagree, on which the engines'
+                        // balancing looped for ever. The model is of the
+                        // symmetric machine.
+                        d(a, b).max(d(b, a))
+                    })
                     .collect()
             })
             .collect();
@@ -159,7 +171,57 @@ impl Machine {
             common: Vec::new(),
         };
         m.build_domains();
+        m.check_domains().map_err(|why| {
+            crate::error::usage(format!(
+                "the simulator cannot model this topology's sched domains: {why}"
+            ))
+        })?;
         Ok(m)
+    }
+
+    /// What the engines assume of the domains: a domain sits at the same
+    /// level of every CPU it spans, and its groups split its span without
+    /// overlap. The kernel also builds overlapping NUMA groups
+    /// (SD_OVERLAP, from distances that do not nest: asymmetric SLITs,
+    /// some odd symmetric ones); the simulator does not model them, so it
+    /// refuses such a machine before any work instead of looping or
+    /// panicking in the balancer.
+    fn check_domains(&self) -> Result<(), String> {
+        for (c, doms) in self.cpu_domains.iter().enumerate() {
+            for (level, &d) in doms.iter().enumerate() {
+                let dom = &self.domains[d];
+                let span = &self.spans[dom.span];
+                if let Some(&x) = span
+                    .iter()
+                    .find(|&&x| self.cpu_domains[x].get(level) != Some(&d))
+                {
+                    return Err(format!(
+                        "CPU {}'s {} domain holds CPU {}, whose domains differ at that level \
+                         (distances that do not nest, or are not symmetric)",
+                        self.ids[c],
+                        dom.kind.name(),
+                        self.ids[x]
+                    ));
+                }
+                let covered: usize = dom.groups.iter().map(|&g| self.spans[g].len()).sum();
+                let mut all: Vec<usize> = dom
+                    .groups
+                    .iter()
+                    .flat_map(|&g| self.spans[g].iter().copied())
+                    .collect();
+                all.sort_unstable();
+                all.dedup();
+                if covered != span.len() || all != *span {
+                    return Err(format!(
+                        "CPU {}'s {} domain has overlapping groups \
+                         (distances that do not nest, or are not symmetric)",
+                        self.ids[c],
+                        dom.kind.name()
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn len(&self) -> usize {

@@ -171,8 +171,7 @@ impl Profile {
                 BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
             )));
         }
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| usage(format!("cannot read profile {}: {e}", p.display())))?;
+        let text = crate::input::read_input_text(p, "profile", crate::input::DOC_LIMIT)?;
         Profile::from_toml(&text, name_or_path)
     }
 

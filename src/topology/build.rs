@@ -39,6 +39,10 @@ pub(super) fn build(facts: Facts) -> Result<Topology, TopologyError> {
         }
     }
 
+    if !no_distances {
+        check_distances(&node_facts).map_err(fail)?;
+    }
+
     let mut cpu_facts = facts.cpus.clone();
     cpu_facts.sort_by_key(|c| c.id);
     if let Some(w) = cpu_facts.windows(2).find(|w| w[0].id == w[1].id) {
@@ -204,6 +208,42 @@ pub(super) fn build(facts: Facts) -> Result<Topology, TopologyError> {
     };
     topo.index = index(&topo);
     Ok(topo)
+}
+
+/// The kernel's own rules for a SLIT (slit_valid() in
+/// drivers/acpi/numa/srat.c, the device tree's of_numa_parse_distance_map
+/// and numa_set_distance() agree): a node is at LOCAL_DISTANCE (10) from
+/// itself, every other node is farther than that, and a distance fits a
+/// byte with 255 meaning "unreachable" (a SLIT holding it is ignored). A
+/// matrix breaking them is one no kernel reports, and the simulator's sched
+/// domains (one NUMA level per distance above 10) would leave CPUs in no
+/// common domain. Asymmetric matrices are real (some firmware has them) and
+/// the simulator copes, so they pass.
+fn check_distances(nodes: &[NodeFacts]) -> Result<(), String> {
+    const LOCAL: u32 = 10;
+    const UNREACHABLE: u32 = 255;
+    for a in nodes {
+        for (b, &d) in nodes.iter().zip(&a.distances) {
+            let at = format!("node {}'s distance to node {} (entry {d})", a.id, b.id);
+            if a.id == b.id && d != LOCAL {
+                return Err(format!(
+                    "{at}: a node's distance to itself must be {LOCAL} (LOCAL_DISTANCE)"
+                ));
+            }
+            if a.id != b.id && d <= LOCAL {
+                return Err(format!(
+                    "{at}: a distance to another node must be greater than the local {LOCAL}"
+                ));
+            }
+            if d >= UNREACHABLE {
+                return Err(format!(
+                    "{at}: distances must be at most 254 (255 means unreachable, \
+                     and the kernel refuses such a table)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn index(t: &Topology) -> Index {

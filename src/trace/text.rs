@@ -83,22 +83,16 @@ pub enum TextError {
         lines: u64,
         other_events: u64,
     },
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Unreadable, not a regular file, or too large (bounded read).
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
 }
 
 /// Reads and parses a text trace file. Invalid UTF-8 (comms are raw bytes)
 /// is replaced, not an error.
 pub fn parse_file(path: &Path) -> Result<Parsed, TextError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| TextError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let bytes = crate::input::read_input(path, "trace", crate::input::STREAM_LIMIT)?;
     parse(&String::from_utf8_lossy(&bytes), &shown)
 }
 

@@ -37,6 +37,50 @@ pub fn numalab_out(args: &[&str], state: &std::path::Path) -> (i32, String, Stri
     )
 }
 
+/// [`numalab_out`] that fails the test instead of hanging: the child is
+/// killed after `secs` seconds (a read of a FIFO or `/dev/zero`, a
+/// simulation that never ends).
+pub fn numalab_within(args: &[&str], state: &std::path::Path, secs: u64) -> (i32, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NUMALAB_STATE_DIR", state)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            // Bounded: a runaway child must not fill the test's memory.
+            let _ = (&mut r).take(1 << 20).read_to_end(&mut v);
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("numalab {args:?} still ran after {secs} s: killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().unwrap(),
+        err.join().unwrap(),
+    )
+}
+
 /// The JSON objects among a text's lines (a guest's printed records).
 pub fn jsonl(text: &str) -> Vec<serde_json::Value> {
     text.lines()
