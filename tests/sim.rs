@@ -526,3 +526,45 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
         "random: other cores take it: {core_rf} / {llc_rf}"
     );
 }
+
+/// Regression: `run --backend sim --preset ia64-4n` with the probe's CPU
+/// floating simulated days without finishing the probe's loop, its moves
+/// list growing to 24 GB before the OOM killer ended it (SIGTERM went
+/// unheard inside a sample). A sample that makes no progress now ends the
+/// run with an error naming the row, in well under a minute; the model's
+/// defect itself is #28's (many-node dynamics).
+#[test]
+fn a_simulated_sample_that_makes_no_progress_ends_with_an_error_not_all_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let (rc, _, err) = common::numalab_within(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "ia64-4n",
+            "--samples",
+            "1",
+            "--size",
+            "4M",
+            "--pnid",
+            "-1",
+            "--mem",
+            "A",
+            "--cpu",
+            "F",
+            "--nb",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+        60,
+    );
+    match rc {
+        0 => {}
+        1 => assert!(err.contains("the simulator ran away on row"), "{err}"),
+        _ => panic!("exit {rc}: {err}"),
+    }
+}

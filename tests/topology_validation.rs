@@ -219,13 +219,13 @@ proptest! {
     #![proptest_config(prop_common::config_scaled("topology_validation", 40))]
 
     /// Whatever `topo --topology` accepts, a short simulated run either
-    /// completes or is refused as bad input (exit 2, nothing left behind):
-    /// never a panic, never a hang. (NUMA balancing off: with it on, the
-    /// engine runs for minutes on some machines, the unmodified ia64-4n
-    /// among them, a slowness of its own this test does not look for.)
+    /// completes, is refused as bad input (exit 2, nothing left behind), or
+    /// fails naming a runaway model (exit 1: a sample that made no
+    /// progress, which the engine now stops; such machines, e.g. a 2-node
+    /// machine of 2 + 3 CPUs at distance 78 in
+    /// proptest-regressions/topology_validation.txt, are #28's to fix):
+    /// never a panic, never a hang.
     #[test]
-    #[ignore = "finds simulator hangs not fixed yet (proptest-regressions/topology_validation.txt: \
-                a 2-node machine of 2 + 3 CPUs at distance 78 runs for ever); run with --ignored"]
     fn every_accepted_topology_simulates_without_a_panic(f in facts()) {
         let topo = Topology::build(f).expect("generated facts are consistent");
         let tmp = tempfile::tempdir().unwrap();
@@ -244,7 +244,12 @@ proptest! {
             30,
         );
         prop_assert!(!err.contains("panicked"), "{}", err);
-        prop_assert!(code == 0 || code == 2, "exit {}: {}", code, err);
+        prop_assert!(
+            code == 0 || code == 2 || (code == 1 && err.contains("the simulator ran away")),
+            "exit {}: {}",
+            code,
+            err
+        );
         if code == 2 {
             prop_assert!(!out.exists(), "refused, yet {} was left: {}", out.display(), err);
         }

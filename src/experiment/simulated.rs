@@ -203,6 +203,13 @@ impl Sim {
         ss: &SampleSpec,
         res: &SampleResult,
     ) -> anyhow::Result<Sampled> {
+        if let Some(why) = &res.runaway {
+            anyhow::bail!(
+                "the simulator ran away on row {} ({why}): a model bug on this machine, \
+                 not a result; the samples before it are kept",
+                row.params()
+            );
+        }
         let m = &self.sim.machine;
         let id = |c: usize| m.ids[c];
         let node_id = |n: usize| m.node_ids[n];

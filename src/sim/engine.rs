@@ -41,6 +41,16 @@ pub use super::rng::{hash3, Rng};
 pub use super::sample::{Cause, Move, SampleResult, SampleSpec};
 use crate::topology::Relation;
 
+/// Events one sample may take before the engine gives up on it as a model
+/// bug rather than a result.
+const MAX_STEPS: u64 = 500_000_000;
+
+/// Moves of the probe per simulated millisecond past which a sample is a
+/// runaway model, not a result (a real kernel makes a few a millisecond at
+/// the very most), once there are at least [`RUNAWAY_MOVES_MIN`].
+const RUNAWAY_MOVES_PER_MS: f64 = 100.0;
+const RUNAWAY_MOVES_MIN: f64 = 100_000.0;
+
 /// Event kinds, in tie-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -397,11 +407,48 @@ impl<'a> Engine<'a> {
             self.move_to(to, Cause::Affinity);
         }
         self.recompute_access();
+        // The probe's whole work at the slowest access this machine has,
+        // a hundred times over, and at least an hour: a sample not done by
+        // then made no progress (ia64-4n with the CPU floating simulated
+        // 8 days without finishing its loop, its moves list growing until
+        // memory ran out).
+        let slowest = self.access_ns.iter().copied().fold(1.0, f64::max);
+        let work = self.spec.accesses_per_iteration as f64 * f64::from(self.spec.iterations.max(1));
+        let limit_ns = (100.0 * work * slowest).max(3600e9);
         let mut guard = 0u64;
         while !matches!(self.phase, Phase::Done) {
+            if self.t > limit_ns {
+                self.res.runaway = Some(format!(
+                    "the probe's loop not done after {:.0} s simulated, a hundred times its \
+                     work at the slowest access",
+                    self.t / 1e9
+                ));
+                break;
+            }
             guard += 1;
-            if guard > 500_000_000 {
-                break; // a model bug, not a result: the caller sees no end
+            if guard > MAX_STEPS {
+                self.res.runaway = Some(format!(
+                    "{guard} events without the probe finishing ({:.3} s simulated)",
+                    self.t / 1e9
+                ));
+                break;
+            }
+            // The kernel cannot move one task more than a few times a
+            // millisecond (each move is a scheduler decision on a tick or
+            // a wake-up); a model that does moves the probe back and forth
+            // at no cost in time, and its moves list grows until memory
+            // runs out (24 GB in 8 minutes, ia64-4n with the CPU floating).
+            // Checked every 2^16 events, so the check costs nothing.
+            if guard % (1 << 16) == 0 {
+                let moves = self.res.moves.len() as f64;
+                if moves > RUNAWAY_MOVES_MIN && moves > RUNAWAY_MOVES_PER_MS * self.t / 1e6 {
+                    self.res.runaway = Some(format!(
+                        "{} moves of the probe in {:.3} ms simulated (a ping-pong no kernel makes)",
+                        self.res.moves.len(),
+                        self.t / 1e6
+                    ));
+                    break;
+                }
             }
             self.step();
         }

@@ -79,6 +79,10 @@ pub struct SampleResult {
     pub move_numa: u64,
     pub stick_numa: u64,
     pub events: u64,
+    /// Set when the engine stopped the sample short because the model ran
+    /// away (see `engine::RUNAWAY_MOVES_PER_MS`): the result is not one,
+    /// and the caller fails the run with this reason.
+    pub runaway: Option<String>,
     /// The probe's load-balancing moves per domain level of the CPU that
     /// took it, as /proc/schedstat counts them ([`super::balance::count_move`]):
     /// only `gained`, `hot_gained` and `alb_pushed` are filled, since the
