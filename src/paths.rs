@@ -14,25 +14,20 @@
 //! link, `./` or `..` does not hide a clash.
 
 use crate::error::usage;
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Whether this process may write (and search) `dir`, by access(2) with the
 /// effective ids: false on a read-only file system even for root.
 fn writable(dir: &Path) -> bool {
-    let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path; faccessat only reads it.
-    unsafe {
-        libc::faccessat(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::W_OK | libc::X_OK,
-            libc::AT_EACCESS,
-        ) == 0
-    }
+    use rustix::fs::{Access, AtFlags, CWD};
+    // A path with a NUL in it is refused (Err), as access(2) would never see it.
+    rustix::fs::accessat(
+        CWD,
+        dir,
+        Access::WRITE_OK | Access::EXEC_OK,
+        AtFlags::EACCESS,
+    )
+    .is_ok()
 }
 
 /// Not there, or not there because a component is a file.

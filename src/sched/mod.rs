@@ -268,8 +268,7 @@ pub fn preflight(
     o: &Options,
 ) -> Result<Config, String> {
     let cfg = build_config(topo, o)?;
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     check::can_load(sys, euid)?;
     Ok(cfg)
 }

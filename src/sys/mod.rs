@@ -1,7 +1,12 @@
 //! Thin wrappers over the system calls numalab needs that std lacks:
 //! CPU affinity, memory policy, page placement, prctl, and anonymous
-//! buffers. Every `unsafe` block outside the probe's access kernels lives
-//! under this module, each with a `// SAFETY:` note.
+//! buffers. rustix makes the calls it wraps safely (ids, affinity, clocks,
+//! futex, timer slack, memfd, pipes, flock, mounts, page size); the rest are
+//! hand-written here: mbind/move_pages/get_mempolicy/set_mempolicy, wait4
+//! and getrusage (rustix has no rusage), raw prctl options, signals given as
+//! raw numbers, mmap, and code run between fork and exec. Every `unsafe`
+//! block outside the probe's access kernels lives under this module, but
+//! for the `pre_exec` hook of `home::launch`, each with a `// SAFETY:` note.
 
 pub mod affinity;
 pub mod buffer;
@@ -26,6 +31,9 @@ pub fn default_sigpipe() {
 }
 
 /// The CPU the calling thread runs on (glibc reads it from rseq or vDSO).
+/// Not rustix's `sched_getcpu`, which makes the getcpu system call: the
+/// probe asks between every two chunks of accesses (probe::observe), where
+/// a system call would add its cost to the measured loop.
 #[inline(always)]
 pub fn current_cpu() -> u32 {
     // SAFETY: sched_getcpu takes no arguments and touches no user memory.
@@ -36,12 +44,7 @@ pub fn current_cpu() -> u32 {
 /// CLOCK_MONOTONIC in nanoseconds: the clock tracefs calls `mono`, so probe
 /// and kernel trace timestamps line up.
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -71,45 +74,41 @@ pub fn sched_field(text: &str, name: &str) -> Option<u64> {
 
 /// The calling process id.
 pub fn pid() -> i32 {
-    // SAFETY: getpid cannot fail and touches no memory.
-    unsafe { libc::getpid() }
+    rustix::process::getpid().as_raw_pid()
+}
+
+/// Thread `tid` as rustix takes it: `None` for 0 (the caller). A negative
+/// id names no thread: ESRCH, as the kernel answers for one.
+fn thread_id(tid: i32) -> io::Result<Option<rustix::process::Pid>> {
+    if tid < 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(rustix::process::Pid::from_raw(tid))
 }
 
 /// Binds thread `tid` (0 = caller) to `cpus`.
 pub fn set_affinity(tid: i32, cpus: &IdSet) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is its empty value.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    use rustix::thread::CpuSet;
+    let mut set = CpuSet::new();
     for c in cpus.iter() {
-        if c as usize >= libc::CPU_SETSIZE as usize {
+        // CpuSet::MAX_CPU is glibc's CPU_SETSIZE (1024), the name users know.
+        if c as usize >= CpuSet::MAX_CPU {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("CPU {c} beyond CPU_SETSIZE"),
             ));
         }
-        // SAFETY: `c` is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c as usize, &mut set) };
+        set.set(c as usize);
     }
-    // SAFETY: `set` is a valid cpu_set_t of the size passed.
-    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(rustix::thread::sched_setaffinity(thread_id(tid)?, &set)?)
 }
 
 /// The CPUs thread `tid` (0 = caller) may run on.
 pub fn get_affinity(tid: i32) -> io::Result<IdSet> {
-    // SAFETY: as above; the kernel fills `set`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
-    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `c` ranges below CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+    use rustix::thread::CpuSet;
+    let set = rustix::thread::sched_getaffinity(thread_id(tid)?)?;
+    Ok((0..CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
         .map(|c| c as u32)
         .collect())
 }
@@ -129,39 +128,35 @@ pub fn die_with_parent(sig: i32) -> io::Result<()> {
 /// Sets the calling thread's timer slack (PR_SET_TIMERSLACK), so sleeps end
 /// on time; failure only costs precision and is ignored.
 pub fn set_timer_slack_ns(ns: u64) {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and no pointers.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
-    }
+    // 0 (None) restores the thread's default slack, as prctl's 0 does.
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(ns));
+}
+
+/// `s` as a C string; a NUL inside it is an InvalidInput error naming it
+/// (checked here, not by rustix, so the message stays std's NulError).
+fn c_string(s: &str) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
 /// Mounts a pseudo filesystem (`debugfs`, `tracefs`) at `target`.
 pub fn mount_fs(fstype: &str, target: &str) -> io::Result<()> {
-    let c = |s: &str| {
-        std::ffi::CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
-    };
-    let (src, tgt, ty) = (c(fstype)?, c(target)?, c(fstype)?);
-    // SAFETY: all pointers are valid NUL-terminated strings for the call's
-    // duration; no data argument.
-    let rc = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let (src, tgt, ty) = (c_string(fstype)?, c_string(target)?, c_string(fstype)?);
+    Ok(rustix::mount::mount(
+        src.as_c_str(),
+        tgt.as_c_str(),
+        ty.as_c_str(),
+        rustix::mount::MountFlags::empty(),
+        None,
+    )?)
 }
 
 /// Unmounts `target`.
 pub fn unmount(target: &str) -> io::Result<()> {
-    let t = std::ffi::CString::new(target)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `t` is a valid NUL-terminated path for the call's duration.
-    let rc = unsafe { libc::umount2(t.as_ptr(), 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let t = c_string(target)?;
+    Ok(rustix::mount::unmount(
+        t.as_c_str(),
+        rustix::mount::UnmountFlags::empty(),
+    )?)
 }
 
 /// Spawns `cmd` so the child gets SIGKILL when this process dies, however
@@ -197,16 +192,9 @@ pub fn spawn_dying_with_parent(cmd: &mut std::process::Command) -> io::Result<st
 /// and vanishes with this process, whatever kills it, so nothing is ever
 /// left in /tmp.
 pub fn memfd(name: &str) -> io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    let c =
-        std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `c` is a valid NUL-terminated string for the call's duration.
-    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the descriptor was just created and is owned only here.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    let c = c_string(name)?;
+    let fd = rustix::fs::memfd_create(c.as_c_str(), rustix::fs::MemfdFlags::CLOEXEC)?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// A raw prctl(2) with five word arguments; returns the result or errno.
@@ -264,15 +252,9 @@ pub fn spawn_gated_opts(
     die_with_parent: bool,
     setup: impl FnOnce(&mut std::process::Command),
 ) -> io::Result<(std::process::Child, Gate)> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into the live 2-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned only here.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let r = rd.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("__gate").arg("--").args(command);
@@ -401,4 +383,46 @@ pub fn self_cpu_ns() -> u64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     ns(ru.ru_utime) + ns(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_beyond_cpu_setsize_is_refused_by_name() {
+        let cpus: IdSet = [0, 1024].into_iter().collect();
+        let e = set_affinity(0, &cpus).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(e.to_string(), "CPU 1024 beyond CPU_SETSIZE");
+    }
+
+    #[test]
+    fn affinity_round_trips_and_a_negative_tid_is_no_thread() {
+        let mine = get_affinity(0).unwrap();
+        assert!(mine.iter().next().is_some());
+        set_affinity(0, &mine).unwrap();
+        assert_eq!(get_affinity(0).unwrap(), mine);
+        assert_eq!(
+            get_affinity(-2).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
+
+    #[test]
+    fn memfd_and_names_with_a_nul() {
+        use std::io::{Read, Seek, Write};
+        let mut f = memfd("numalab-test").unwrap();
+        f.write_all(b"x").unwrap();
+        f.rewind().unwrap();
+        let mut s = String::new();
+        f.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "x");
+        let e = memfd("a\0b").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            unmount("a\0b").unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+    }
 }

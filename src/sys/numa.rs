@@ -178,13 +178,7 @@ pub fn page_nodes(addr: usize, len: usize) -> io::Result<Vec<i32>> {
 }
 
 pub fn page_size() -> usize {
-    // SAFETY: sysconf reads a constant.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
+    rustix::param::page_size()
 }
 
 /// The mode and node mask of `policy` for mbind(2) and set_mempolicy(2).

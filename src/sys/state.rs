@@ -25,7 +25,6 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
 pub const NUMA_BALANCING: &str = "/proc/sys/kernel/numa_balancing";
@@ -64,8 +63,7 @@ pub fn state_dir() -> anyhow::Result<PathBuf> {
             ))
         });
     }
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return Ok(PathBuf::from("/var/lib/numalab"));
     }
     std::env::var_os("XDG_STATE_HOME")
@@ -386,10 +384,9 @@ impl StateLock {
             .truncate(false)
             .open(&path)
             .map_err(no)?;
-        // SAFETY: flock takes a descriptor this File owns and an integer.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        {
+            let e = std::io::Error::from(e);
             if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(no(e));
             }

@@ -9,11 +9,12 @@
 //! faults whenever a default-policy thread (the load's or the run's main
 //! thread) has scanned that page. On a page of its own the flag can carry
 //! its own memory policy (`mbind` before the first touch), which decides
-//! for NUMA balancing whoever scans. std has no futex; two raw calls do not
-//! justify another dependency.
+//! for NUMA balancing whoever scans. std has no futex; rustix's safe
+//! `futex::{wait, wake}` make the two calls.
 
 use super::buffer::Buffer;
 use super::numa::{self, Policy};
+use rustix::thread::futex;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -68,16 +69,8 @@ impl StopFlag<'_> {
     /// Sets the flag and wakes every thread sleeping on it.
     pub fn set(self) {
         self.0.store(1, Ordering::Release);
-        // SAFETY: FUTEX_WAKE reads nothing but the address, which is valid
-        // (the page outlives `self`).
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.0.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                i32::MAX,
-            );
-        }
+        // Wakes every sleeper (i32::MAX is the kernel's "all").
+        let _ = futex::wake(self.0, futex::Flags::PRIVATE, i32::MAX as u32);
     }
 
     /// Sleeps until `t`, or less if the flag is or gets set.
@@ -87,23 +80,14 @@ impl StopFlag<'_> {
                 Some(d) if !d.is_zero() => d,
                 _ => return,
             };
-            let ts = libc::timespec {
-                tv_sec: d.as_secs() as libc::time_t,
-                tv_nsec: d.subsec_nanos() as libc::c_long,
+            let ts = futex::Timespec {
+                tv_sec: d.as_secs() as futex::Secs,
+                tv_nsec: d.subsec_nanos() as futex::Nsecs,
             };
-            // SAFETY: the word and `ts` outlive the call; FUTEX_WAIT sleeps
-            // only while the word is still 0 (a set racing with it returns
-            // EAGAIN) and wakes on FUTEX_WAKE, a signal or the timeout, all
-            // of which the loop re-checks.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.0.as_ptr(),
-                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                    0u32,
-                    &ts as *const libc::timespec,
-                );
-            }
+            // FUTEX_WAIT sleeps only while the word is still 0 (a set racing
+            // with it returns EAGAIN) and wakes on FUTEX_WAKE, a signal or
+            // the timeout, all of which the loop re-checks.
+            let _ = futex::wait(self.0, futex::Flags::PRIVATE, 0, Some(&ts));
         }
     }
 }

@@ -142,8 +142,7 @@ impl Tracefs {
                          this kernel has no tracing support (CONFIG_FTRACE)"
                     )));
                 }
-                // SAFETY: geteuid takes no arguments and cannot fail.
-                if unsafe { libc::geteuid() } != 0 {
+                if !rustix::process::geteuid().is_root() {
                     return Err(usage(format!(
                         "tracefs is not mounted, and mounting it at {DEFAULT_MOUNT} needs root: \
                          tracing needs root (or CAP_SYS_ADMIN), or a tracefs mounted readable \
