@@ -49,9 +49,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     let sys = SysRoot::new(sysfs_root);
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     for p in &a.pid {
-        if !sys.exists(&format!("proc/{p}")) {
-            return Err(usage(format!("--pid: no process {p} is running")));
-        }
+        home::check_attachable(&sys, *p)?;
     }
     let node = match a.node.trim() {
         "auto" => {
@@ -142,6 +140,17 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
             }
             agent.attach(&mut guard, *p)?;
         }
+        // A pid whose descendants are much of the system is taken at its
+        // word; the count says what that word was.
+        eprintln!(
+            "home: took up {} tasks (the threads of pid {} and of their descendants)",
+            agent.tracked(),
+            a.pid
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
     } else {
         let exe = std::env::current_exe()?;
         let (pid, gate) = launch::start(&exe, &a.command, policy.as_ref())?;

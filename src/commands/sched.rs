@@ -64,9 +64,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     }
     let sys = SysRoot::new(sysfs_root);
     for p in &a.pid {
-        if !sys.exists(&format!("proc/{p}")) {
-            return Err(usage(format!("--pid: no process {p} is running")));
-        }
+        crate::home::check_attachable(&sys, *p)?;
     }
     let topo = super::topo::load(sysfs_root, &Default::default())?;
     let home = match a.home.as_deref().map(str::trim) {
