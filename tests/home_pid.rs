@@ -30,7 +30,7 @@ fn home_pid_1_and_kernel_threads_are_refused_before_any_change() {
         for (pid, why) in &pids {
             let args: Vec<&str> = match cmd {
                 "home" => vec!["home", "--node", "0", "--pid", pid, "--duration", "1"],
-                _ => vec!["sched", "--pid", pid, "--duration", "1"],
+                _ => vec!["sched", "--home", "0", "--pid", pid, "--duration", "1"],
             };
             let (rc, _, err) = numalab_out(&args, tmp.path());
             assert_eq!(rc, 2, "{cmd} --pid {pid}: {err}");
