@@ -87,8 +87,21 @@ fn read(root: &Path, path: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
+const DELAY: &str = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
+const PMIN: &str = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
+
+/// SPEC's rows on the Xeon preset, and a guard over a scratch tree whose
+/// NB is 0 and scan knobs 1000.
+struct Scratch {
+    _tmp: tempfile::TempDir,
+    topo: numalab::topology::Topology,
+    root: std::path::PathBuf,
+    rows: Vec<numalab::run::spec::Row>,
+    state_dir: std::path::PathBuf,
+    guard: Guard,
+}
+
+fn scratch() -> Scratch {
     let topo = presets::find("xeon-8167m-2n").unwrap().topology();
     let rows = ExperimentSpec::from_toml(SPEC, "t.toml")
         .unwrap()
@@ -96,17 +109,36 @@ fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
-    let delay = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
-    let pmin = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
     write(&root, state::NUMA_BALANCING, "0\n");
-    write(&root, delay, "1000\n");
-    write(&root, pmin, "1000\n");
+    write(&root, DELAY, "1000\n");
+    write(&root, PMIN, "1000\n");
     let state_dir = tmp.path().join("state");
-    let mut guard = Guard::with_root(
+    let guard = Guard::with_root(
         StateLock::acquire(&state_dir, "test").unwrap(),
         Path::new("run"),
         &root,
     );
+    Scratch {
+        _tmp: tmp,
+        topo,
+        root,
+        rows,
+        state_dir,
+        guard,
+    }
+}
+
+#[test]
+fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
+    let Scratch {
+        _tmp,
+        topo,
+        root,
+        rows,
+        state_dir,
+        mut guard,
+    } = scratch();
+    let (delay, pmin) = (DELAY, PMIN);
     let load0 = numalab::run::spec::ExperimentSpec {
         load: 0.0,
         ..Default::default()
@@ -157,24 +189,15 @@ fn the_no_fault_example_spec_parses_with_its_scan_knobs() {
 /// once the guard ends.
 #[test]
 fn knob_values_are_tried_and_put_straight_back() {
-    let topo = presets::find("xeon-8167m-2n").unwrap().topology();
-    let rows = ExperimentSpec::from_toml(SPEC, "t.toml")
-        .unwrap()
-        .rows(&topo)
-        .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("root");
-    let delay = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
-    let pmin = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
-    write(&root, state::NUMA_BALANCING, "0\n");
-    write(&root, delay, "1000\n");
-    write(&root, pmin, "1000\n");
-    let state_dir = tmp.path().join("state");
-    let mut guard = Guard::with_root(
-        StateLock::acquire(&state_dir, "test").unwrap(),
-        Path::new("run"),
-        &root,
-    );
+    let Scratch {
+        _tmp,
+        root,
+        rows,
+        state_dir,
+        mut guard,
+        ..
+    } = scratch();
+    let (delay, pmin) = (DELAY, PMIN);
     numalab::experiment::backend::try_knob_values(&rows, &mut guard).unwrap();
     assert_eq!(read(&root, delay), "1000", "put back after the try");
     assert_eq!(read(&root, pmin), "1000");

@@ -48,24 +48,24 @@ fn run_resume_with_samples_size_load_seed_is_refused_by_name() {
     assert_eq!(std::fs::read(d.join("samples.jsonl")).unwrap(), before);
 }
 
+/// Two short simulated jobs on the Xeon preset.
+const JOBS_SIM: [&str; 8] = [
+    "jobs",
+    "2",
+    "--backend",
+    "sim",
+    "--preset",
+    "xeon-8167m-2n",
+    "--counts",
+    "2",
+];
+
 /// A simulated jobs record, written with -o.
 fn jobs_record(dir: &std::path::Path) -> std::path::PathBuf {
     let out = dir.join("jobs.json");
-    let (rc, _, err) = numalab_out(
-        &[
-            "jobs",
-            "2",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--counts",
-            "2",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        dir,
-    );
+    let mut args = JOBS_SIM.to_vec();
+    args.extend(["-o", out.to_str().unwrap()]);
+    let (rc, _, err) = numalab_out(&args, dir);
     assert_eq!(rc, 0, "{err}");
     out
 }
@@ -125,22 +125,9 @@ fn jobs_options_repeated_after_the_dash_dash_are_refused_by_name() {
         assert_eq!(rc, 2, "{opt}: {err}");
         assert!(err.contains(&format!("{opt} after `--`")), "{err}");
     }
-    let (rc, out, err) = numalab_out(
-        &[
-            "jobs",
-            "2",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--counts",
-            "2",
-            "--",
-            "--membind",
-            "1",
-        ],
-        tmp.path(),
-    );
+    let mut args = JOBS_SIM.to_vec();
+    args.extend(["--", "--membind", "1"]);
+    let (rc, out, err) = numalab_out(&args, tmp.path());
     assert_eq!(rc, 0, "{err}");
     assert!(
         out.contains("--counts 2") && out.contains("--membind 1"),
