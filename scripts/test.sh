@@ -57,17 +57,17 @@ if ((${#alone[@]})); then
 fi
 
 # Longest first, by their times on CI's 2-core machine (lab_sim about
-# 14 min, the others together about 13; lab_pnid takes 25 s with the lab
-# kernel cached but builds it when it is not, 10-15 min, so it comes early
-# and the other PNID tests find the kernel built); a lab test not listed
-# here runs after these.
+# 10 min, the others together about 9; lab_pnid takes 25 s with the lab
+# kernel cached but builds it when it is not, 10-15 min, so it comes second,
+# beside the first half of lab_sim, and the other PNID tests find the
+# kernel built); a lab test not listed here runs after these.
 #
 # An entry NAME:FILTER runs only the tests of NAME whose names contain
 # FILTER, and NAME:!FILTER all the others, so one long binary can take two
 # lanes: lab_sim (about 10 min, four guests one after another) was most of
 # phase 3 on its own while the other lane had finished. Both halves always
 # together cover every test of the binary, new ones included.
-order=(lab_sim:4node_smt lab_sim:!4node_smt lab_pnid lab_pnid_run lab_pnid_load lab_sched
+order=(lab_sim:4node_smt lab_pnid lab_sim:!4node_smt lab_pnid_run lab_pnid_load lab_sched
     lab_trace lab_home lab_probe lab_run lab_topo lab_load_policy)
 queue=()
 for t in "${order[@]}"; do

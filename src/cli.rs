@@ -3,9 +3,11 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod resolve;
 mod run_args;
 mod sched_args;
 pub use crate::run::record::{BackendKind, PnidVia};
+pub use resolve::MachineSource;
 pub use run_args::{BackendArgs, RunArgs};
 pub use sched_args::SchedArgs;
 

@@ -47,7 +47,7 @@ pub fn run(sysfs_root: &Path, a: &HomeArgs) -> anyhow::Result<()> {
     };
     th.check().map_err(usage)?;
     let sys = SysRoot::new(sysfs_root);
-    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let topo = crate::cli::MachineSource::host(sysfs_root).load()?;
     for p in &a.pid {
         home::check_attachable(&sys, *p)?;
     }

@@ -23,49 +23,6 @@ fn bound_node(mem: &crate::probe::MemPlacement) -> Option<u32> {
     }
 }
 
-/// The probe options of every job: jobs' own --pattern, --size and
-/// --counts, and the placement options after `--`, parsed once as `numalab
-/// probe`'s arguments (typed, never written back into a command line).
-fn probe_options(a: &JobsArgs) -> anyhow::Result<crate::cli::ProbeArgs> {
-    use clap::{CommandFactory, FromArgMatches};
-    /// `numalab probe`'s arguments alone, to parse what follows `--`.
-    #[derive(clap::Parser)]
-    #[command(name = "probe options for the jobs", no_binary_name = true)]
-    struct Trailing {
-        #[command(flatten)]
-        probe: crate::cli::ProbeArgs,
-    }
-    let bad = |e: clap::Error| {
-        let msg = e.to_string();
-        let msg = msg.trim().trim_start_matches("error: ");
-        usage(format!("probe options for the jobs: {msg}"))
-    };
-    let m = Trailing::command()
-        .try_get_matches_from(&a.probe_args)
-        .map_err(bad)?;
-    // Jobs' own options, or none: given again after `--`, one would be
-    // silently dropped.
-    for (id, opt) in [
-        ("pattern", "--pattern"),
-        ("size", "--size"),
-        ("counts", "--counts"),
-        ("json", "--json"),
-        ("spec_json", "--spec-json"),
-    ] {
-        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
-            return Err(usage(match opt {
-                "--json" => "--json is not a job option; use --format json".to_string(),
-                _ => format!("{opt} after `--`: give it as a jobs option, before `--`"),
-            }));
-        }
-    }
-    let mut pa = Trailing::from_arg_matches(&m).map_err(bad)?.probe;
-    pa.pattern = a.pattern;
-    pa.size = a.size;
-    pa.counts = a.counts;
-    Ok(pa)
-}
-
 pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.from {
         print(&jobs::read_record(path)?, a.format)?;
@@ -85,14 +42,14 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
     }
     crate::load::check_period_ms("--load-period-ms", a.load_period_ms)?;
     let (topo, source, profile) = if sim {
-        let (t, s, p) = super::topo::sim_machine(sysfs_root, &a.sim)?;
-        (t, s, Some(p))
+        let (t, s, p) = a.sim.sim_machine(sysfs_root)?;
+        (t, s.label(), Some(p))
     } else {
-        let t = super::topo::load(sysfs_root, &Default::default())?;
+        let t = crate::cli::MachineSource::host(sysfs_root).load()?;
         (t, String::new(), None)
     };
-    let pa = probe_options(a)?;
-    let spec = super::probe::spec_from_args(&pa, &topo)?;
+    let pa = a.probe()?;
+    let spec = pa.spec(&topo)?;
     let home = match a.home.as_deref().map(str::trim) {
         None => None,
         Some(h) => {

@@ -44,7 +44,7 @@ pub fn spec(
 }
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
-    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let topo = crate::cli::MachineSource::host(sysfs_root).load()?;
     let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
     let spec = spec(&topo, a, &allowed)?;
     if let Some(d) = a.duration {

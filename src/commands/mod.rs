@@ -1,6 +1,8 @@
 //! Command orchestration: each subcommand's glue between the library and
-//! the terminal. Errors carry context (`anyhow`); `crate::error` maps them
-//! to exit codes.
+//! the terminal, in the order of the work: resolve the arguments
+//! (`crate::cli::resolve`), check before any change, lock and journal what
+//! changes, run, print. No logic of its own lives here. Errors carry
+//! context (`anyhow`); `crate::error` maps them to exit codes.
 
 pub mod compare;
 pub mod home;

@@ -7,131 +7,11 @@ use crate::experiment::runner;
 use crate::experiment::simulated::Sim;
 use crate::report;
 use crate::run::record;
-use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
 use crate::table::Format;
 use crate::trace::tracefs::Tracefs;
 use std::path::{Path, PathBuf};
-
-/// The spec the command line asks for: file or default, then overrides.
-pub fn build_spec(a: &RunArgs) -> anyhow::Result<ExperimentSpec> {
-    let mut spec = match &a.spec {
-        Some(p) => {
-            let text = crate::input::read_input_text(p, "spec", crate::input::DOC_LIMIT)?;
-            ExperimentSpec::from_toml(&text, &p.display().to_string())?
-        }
-        None => ExperimentSpec::default(),
-    };
-    if a.quick {
-        spec.samples = 4;
-        spec.probe.size = crate::units::Size(128 << 20);
-        spec.probe.counts = 4;
-    }
-    if let Some(n) = &a.nodes {
-        let ids = crate::idset::IdSet::parse(n)?;
-        let v: Vec<u32> = n
-            .split(',')
-            .map(|t| t.trim().parse::<u32>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| usage(format!("--nodes {n:?}: give two node numbers A,B")))?;
-        if v.len() != 2 || ids.len() != 2 {
-            return Err(usage(format!(
-                "--nodes {n:?}: give two different nodes A,B"
-            )));
-        }
-        spec.nodes = v;
-    }
-    if let Some(v) = a.samples {
-        spec.samples = v;
-    }
-    if let Some(v) = a.load {
-        spec.load = v;
-    }
-    if let Some(v) = &a.migration_cost_ns {
-        spec.migration_cost_ns = v.clone();
-    }
-    // Each value names blocks of the spec; one that names none is an error
-    // that says which (an empty matrix would say less).
-    if let Some(nbs) = &a.nb {
-        if let Some(v) = nbs
-            .iter()
-            .find(|v| !spec.blocks.iter().any(|b| b.nb == **v))
-        {
-            return Err(usage(format!("--nb {v}: no block of the spec has NB {v}")));
-        }
-        spec.blocks.retain(|b| nbs.contains(&b.nb));
-    }
-    if let Some(ps) = &a.pnid {
-        let names = |b: &crate::run::spec::Block, p: &str| match (&b.pnid, p.trim()) {
-            (PnidRef::Num(n), t) => t.parse::<i32>().ok() == Some(*n),
-            (PnidRef::Role(r), t) => r.eq_ignore_ascii_case(t),
-        };
-        if let Some(p) = ps.iter().find(|p| !spec.blocks.iter().any(|b| names(b, p))) {
-            return Err(usage(format!(
-                "--pnid {p}: no block of the spec (after --nb) has PNID {p}"
-            )));
-        }
-        spec.blocks.retain(|b| ps.iter().any(|p| names(b, p)));
-    }
-    if let Some(v) = &a.mem {
-        spec.mem = v.clone();
-    }
-    if let Some(v) = &a.cpu {
-        spec.cpu = v.clone();
-    }
-    if let Some(v) = a.pattern {
-        spec.probe.pattern = v;
-    }
-    if let Some(v) = a.size {
-        spec.probe.size = v;
-    }
-    if let Some(v) = a.counts {
-        spec.probe.counts = v;
-    }
-    if let Some(v) = a.bind_scope {
-        spec.probe.bind_scope = v;
-    }
-    if let Some(v) = a.load_policy {
-        spec.load_policy = v;
-    }
-    if let Some(v) = a.load_period_ms {
-        spec.load_period_ms = v;
-    }
-    if let Some(v) = a.load_phases {
-        spec.load_phases = v;
-    }
-    if a.trace {
-        spec.trace = true;
-    }
-    for (i, (k, _)) in a.knob.iter().enumerate() {
-        if a.knob[..i].iter().any(|(seen, _)| seen == k) {
-            return Err(usage(format!(
-                "--knob {k}: named twice; give each knob once"
-            )));
-        }
-    }
-    for (k, v) in &a.knob {
-        for b in spec.blocks.iter_mut() {
-            b.knobs.insert(k.clone(), v.clone());
-        }
-    }
-    if let Some(v) = a.seed {
-        spec.seed = v;
-    }
-    if let Some(pct) = a.precision {
-        let p = Precision {
-            pct,
-            min_samples: a.min_samples.unwrap_or(Precision::DEFAULT_MIN),
-            max_samples: a.max_samples.unwrap_or(Precision::DEFAULT_MAX),
-        };
-        p.check()?; // min <= max, exit 2 before anything is planned
-        spec.samples = p.max_samples;
-        spec.precision = Some(p);
-    }
-    spec.check()?;
-    Ok(spec)
-}
 
 fn default_out() -> PathBuf {
     let t = std::time::SystemTime::now()
@@ -158,7 +38,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
             "--preset, --topology and --profile choose the simulated machine: add --backend sim",
         ));
     }
-    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let topo = crate::cli::MachineSource::host(sysfs_root).load()?;
     let mut via_agent = a.pnid_via == Some(crate::cli::PnidVia::Agent);
     let mut via_sched = a.pnid_via == Some(crate::cli::PnidVia::Sched);
     let (dir, spec) = match (&a.resume, resumed) {
@@ -171,7 +51,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
             (dir.clone(), meta.spec)
         }
         _ => {
-            let spec = build_spec(a)?;
+            let spec = a.spec()?;
             spec.rows(&topo)?; // every spec error before anything changes
             let dir = a.out.clone().unwrap_or_else(default_out);
             record::check_new_run_dir(&dir)?; // no other run's files, writable
@@ -256,7 +136,8 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             (dir.clone(), meta.spec, topo, sm.topology_source, sm.profile)
         }
         _ => {
-            let (topo, source, profile) = super::topo::sim_machine(sysfs_root, &a.sim)?;
+            let (topo, source, profile) = a.sim.sim_machine(sysfs_root)?;
+            let source = source.label();
             if a.pnid_via == Some(crate::cli::PnidVia::Agent) {
                 return Err(usage("--pnid-via agent runs a user-space agent on this machine; the simulated kernel has the PNID patch built in"));
             }
@@ -266,7 +147,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             if a.pnid_prctl.is_some() {
                 return Err(usage("--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID patch built in"));
             }
-            let spec = build_spec(a)?;
+            let spec = a.spec()?;
             spec.rows(&topo)?;
             let dir = a.out.clone().unwrap_or_else(default_out);
             record::check_new_run_dir(&dir)?;

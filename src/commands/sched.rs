@@ -66,7 +66,7 @@ pub fn run(sysfs_root: &Path, a: &SchedArgs) -> anyhow::Result<()> {
     for p in &a.pid {
         crate::home::check_attachable(&sys, *p)?;
     }
-    let topo = super::topo::load(sysfs_root, &Default::default())?;
+    let topo = crate::cli::MachineSource::host(sysfs_root).load()?;
     let home = match a.home.as_deref().map(str::trim) {
         None => None,
         Some("auto") => {

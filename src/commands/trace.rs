@@ -83,7 +83,7 @@ pub fn run(sysfs_root: &Path, a: &TraceArgs) -> anyhow::Result<()> {
         let from: Vec<_> = a.from.iter().map(|f| ("--from", f.as_path())).collect();
         crate::paths::check_output_file(out, "-o", &from)?; // before the work, not after
     }
-    let topo = super::topo::load(sysfs_root, &a.topology)?;
+    let topo = a.topology.machine(sysfs_root).load()?;
     if let Some(n) = a.mem_node {
         if topo.node(n).is_none() {
             return Err(usage(format!(
