@@ -38,10 +38,6 @@ use crate::topology::sysfs::SysRoot;
 use crate::topology::Topology;
 use std::time::Duration;
 
-/// The kernel's PF_KTHREAD task flag (include/linux/sched.h), field 9 of
-/// /proc/PID/stat.
-const PF_KTHREAD: u64 = 0x0020_0000;
-
 /// Whether `--pid PID` may be followed: not init (pid 1: it and its
 /// descendants are nearly every task on the system), not a kernel thread
 /// (no user memory, affinity the kernel manages; PF_KTHREAD, or a child of
@@ -56,17 +52,9 @@ pub fn check_attachable(sys: &SysRoot, pid: i32) -> anyhow::Result<()> {
     let stat = sys
         .read(&format!("proc/{pid}/stat"))
         .map_err(|_| usage(format!("--pid: no process {pid} is running")))?;
-    // Fields after the command name, which is in parentheses and may
-    // itself hold spaces and parentheses: state ppid pgrp session tty_nr
-    // tpgid flags ...
-    let (comm, rest) = match (stat.find('('), stat.rfind(')')) {
-        (Some(a), Some(b)) if a < b => (&stat[a + 1..b], &stat[b + 1..]),
-        _ => return Err(usage(format!("--pid {pid}: unreadable /proc/{pid}/stat"))),
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ppid = f.get(1).and_then(|v| v.parse::<i32>().ok());
-    let flags = f.get(6).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    if flags & PF_KTHREAD != 0 || ppid == Some(2) || pid == 2 {
+    let (comm, ppid, kthread) = crate::sys::affinity::parse_stat_identity(&stat)
+        .ok_or_else(|| usage(format!("--pid {pid}: unreadable /proc/{pid}/stat")))?;
+    if kthread || ppid == 2 || pid == 2 {
         return Err(usage(format!(
             "--pid {pid} ({comm}) is a kernel thread: it has no user memory and the kernel \
              manages its CPUs; the agent homes user tasks only"

@@ -47,6 +47,17 @@ pub fn parse_stat(text: &str) -> Option<(u64, bool)> {
     Some((start, flags & PF_KTHREAD != 0))
 }
 
+/// Who a task is, from a `stat` text: its command name (between the first
+/// `(` and the last `)`: the name may itself hold both), its parent's pid
+/// (field 4) and whether it is a kernel thread (PF_KTHREAD in field 9).
+pub fn parse_stat_identity(text: &str) -> Option<(&str, i32, bool)> {
+    let comm = text.get(text.find('(')? + 1..text.rfind(')')?)?;
+    let f = stat_fields(text)?;
+    let ppid = f.get(4 - 3)?.parse().ok()?;
+    let flags: u64 = f.get(9 - 3)?.parse().ok()?;
+    Some((comm, ppid, flags & PF_KTHREAD != 0))
+}
+
 /// The CPU a task last ran on (field 39 of a `stat` text).
 pub fn parse_stat_cpu(text: &str) -> Option<u32> {
     stat_fields(text)?.get(39 - 3)?.parse().ok()
@@ -210,6 +221,9 @@ mod tests {
         let kt = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0";
         assert_eq!(parse_stat(kt), Some((5, true)));
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat_identity(line), Some(("a b) c)", 1, false)));
+        assert_eq!(parse_stat_identity(kt), Some(("kthreadd", 0, true)));
+        assert_eq!(parse_stat_identity("1 )x( S 1 1 1 0 -1 0"), None);
         // Fields 3..=52 after the name; field 39 (the last CPU) is 7.
         let f: Vec<String> = (3..=52)
             .map(|k| if k == 39 { "7".into() } else { k.to_string() })
