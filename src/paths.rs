@@ -125,16 +125,21 @@ pub fn check_output_file(path: &Path, what: &str, inputs: &[Input]) -> anyhow::R
         Ok(_) => return Err(bad(format!("{} is not a directory", dir.display()))),
         Err(e) => return Err(bad(format!("directory {}: {e}", dir.display()))),
     }
-    if !writable(&dir) {
-        return Err(bad(format!("directory {} is not writable", dir.display())));
-    }
-    if let Some(fs) = pseudo_fs(&dir) {
-        return Err(bad(format!(
-            "directory {} is on {fs}, where no file can be made",
-            dir.display()
-        )));
+    if let Some(why) = no_file_in(&dir) {
+        return Err(bad(format!("directory {why}")));
     }
     Ok(())
+}
+
+/// Why no file can be made in the existing directory `dir`, if none can:
+/// it is not writable by this process, or it is on a pseudo filesystem
+/// (proc, sysfs...) that refuses new files whatever the permissions say.
+/// The one check under both [`check_output_file`] and [`check_output_dir`].
+fn no_file_in(dir: &Path) -> Option<String> {
+    if !writable(dir) {
+        return Some(format!("{} is not writable", dir.display()));
+    }
+    pseudo_fs(dir).map(|fs| format!("{} is on {fs}, where no file can be made", dir.display()))
 }
 
 /// `what DIR` can hold new files: it is a writable directory, or it can be
@@ -163,18 +168,12 @@ pub fn check_output_dir(dir: &Path, what: &str, inputs: &[Input]) -> anyhow::Res
             Err(e) => return Err(bad(format!("{}: {e}", probe.display()))),
         }
     }
-    if !writable(&probe) {
+    if let Some(why) = no_file_in(&probe) {
         return Err(bad(if probe == dir {
-            "is not writable".to_string()
+            format!("cannot be written: {why}")
         } else {
-            format!("cannot be created: {} is not writable", probe.display())
+            format!("cannot be created: {why}")
         }));
-    }
-    if let Some(fs) = pseudo_fs(&probe) {
-        return Err(bad(format!(
-            "cannot be written: {} is on {fs}, where no file or directory can be made",
-            probe.display()
-        )));
     }
     Ok(())
 }
