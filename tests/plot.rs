@@ -117,7 +117,7 @@ fn rfc(samples: u32) -> ExperimentSpec {
 }
 
 /// The jobs test's record for `n` jobs on `nodes` nodes, as `jobs -o`
-/// writes it (through serde, like `jobs::render::json`).
+/// writes it (through serde, like `JobsRecord`'s `Render::json`).
 fn write_jobs(path: &Path, n: u32, nodes: u32) {
     let mut noise = Noise(7);
     let jobs = (1..=n)
@@ -177,7 +177,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         sim: None,
         jobs,
     };
-    std::fs::write(path, numalab::jobs::render::json(&rec)).unwrap();
+    std::fs::write(path, numalab::table::Render::json(&rec).unwrap()).unwrap();
 }
 
 fn numalab(args: &[&Path]) -> (i32, String, String) {

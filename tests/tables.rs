@@ -8,13 +8,13 @@
 //! tables`, then read the diff of the .snap files before committing.
 
 use numalab::analysis::balance::SampleBalance;
-use numalab::jobs::{render as jobs_render, Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
+use numalab::jobs::{Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::probe::record::ProbeRecord;
 use numalab::report;
 use numalab::run::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision};
 use numalab::run::stop::{self, StopReason};
-use numalab::table::Format;
+use numalab::table::{Format, Render};
 use numalab::topology::presets;
 use numalab::trace::analyze::BalanceKinds;
 use numalab::trace::record::SampleTrace;
@@ -358,20 +358,20 @@ fn jobs() -> JobsRecord {
 
 #[test]
 fn jobs_text() {
-    insta::assert_snapshot!(jobs_render::text(&jobs()));
+    insta::assert_snapshot!(jobs().text());
 }
 
 #[test]
 fn jobs_markdown() {
-    insta::assert_snapshot!(jobs_render::markdown(&jobs()));
+    insta::assert_snapshot!(jobs().markdown());
 }
 
 #[test]
 fn jobs_csv() {
-    insta::assert_snapshot!(jobs_render::csv(&jobs()));
+    insta::assert_snapshot!(jobs().csv().unwrap());
 }
 
 #[test]
 fn jobs_json() {
-    insta::assert_snapshot!(jobs_render::json(&jobs()));
+    insta::assert_snapshot!(jobs().json().unwrap());
 }

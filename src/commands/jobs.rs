@@ -3,7 +3,7 @@
 
 use crate::cli::JobsArgs;
 use crate::error::usage;
-use crate::jobs::{self, render, JobsRecord, JobsSpec};
+use crate::jobs::{self, JobsRecord, JobsSpec};
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
 use crate::table::{Format, Render};
@@ -116,7 +116,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
             load_phases: a.load_phases,
         })?;
         if let Some(out) = &a.out {
-            state::write_atomic(out, render::json(&rec).as_bytes())?;
+            state::write_atomic(out, rec.json()?.as_bytes())?;
         }
         print(&rec, a.format)?;
         return Ok(());
@@ -202,7 +202,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         }
     })?;
     if let Some(out) = &a.out {
-        state::write_atomic(out, render::json(&rec).as_bytes())?;
+        state::write_atomic(out, rec.json()?.as_bytes())?;
     }
     print(&rec, a.format)?;
     Ok(())

@@ -141,103 +141,95 @@ fn table(r: &JobsRecord, node_head: impl Fn(u32) -> String, most: &str) -> Table
     t
 }
 
-pub fn text(r: &JobsRecord) -> String {
-    let mut out = format!(
-        "Executing {} times: numalab probe {}{}\n",
-        r.n,
-        r.probe_args.join(" "),
-        if r.load > 0.0 {
-            format!(" (background load {}% on every CPU)", r.load)
-        } else {
-            String::new()
-        }
-    );
-    out.push_str(&table(r, |n| format!("{n}"), "(m , i)").text());
-    let moved = r
-        .jobs
-        .iter()
-        .filter(|j| j.most_node.is_some() && j.most_node != j.start_node)
-        .count();
-    let _ = writeln!(
-        out,
-        "Average user time = {:.2} seconds; elapsed {:.2} s; {} of {} jobs ran most on a node \
-         other than their first (#)",
-        r.average_user_s,
-        r.elapsed_s,
-        moved,
-        r.jobs.len()
-    );
-    let src = r.jobs.first().map_or("", |j| j.residency_source.as_str());
-    let _ = writeln!(
-        out,
-        "columns {}: % time on that node, from the {src}; (m , i) = node run on most, initial \
-         node; wait % = share of its timed loop spent waiting for a CPU; mem node = node holding \
-         the job's memory{}",
-        r.nodes
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
-        if r.trace_events > 0 {
-            format!(" ({} trace events)", r.trace_events)
-        } else {
-            String::new()
-        }
-    );
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
-}
-
-pub fn markdown(r: &JobsRecord) -> String {
-    let mut out = format!(
-        "# numalab jobs: {} probes (`{}`), load {}%\n\n",
-        r.n,
-        r.probe_args.join(" "),
-        r.load
-    );
-    out.push_str(&table(r, |n| format!("node {n} %"), "most, initial").markdown());
-    let _ = writeln!(
-        out,
-        "\nAverage user time = {:.2} s; elapsed {:.2} s.",
-        r.average_user_s, r.elapsed_s
-    );
-    for n in &r.notes {
-        let _ = writeln!(out, "\n> note: {n}");
-    }
-    out
-}
-
-pub fn csv(r: &JobsRecord) -> String {
-    crate::table::csv(rows(r)).expect("job rows serialize to CSV")
-}
-
-pub fn json(r: &JobsRecord) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-    s.push('\n');
-    s
-}
-
+/// The jobs table in every format ([`crate::table::Format`]): the text form
+/// is the document's own (`Executing N times: ...`, `(m , i)`, the average
+/// user time), the others carry the same rows.
 impl crate::table::Render for JobsRecord {
     fn text(&self) -> String {
-        text(self)
+        let r = self;
+        let mut out = format!(
+            "Executing {} times: numalab probe {}{}\n",
+            r.n,
+            r.probe_args.join(" "),
+            if r.load > 0.0 {
+                format!(" (background load {}% on every CPU)", r.load)
+            } else {
+                String::new()
+            }
+        );
+        out.push_str(&table(r, |n| format!("{n}"), "(m , i)").text());
+        let moved = r
+            .jobs
+            .iter()
+            .filter(|j| j.most_node.is_some() && j.most_node != j.start_node)
+            .count();
+        let _ = writeln!(
+            out,
+            "Average user time = {:.2} seconds; elapsed {:.2} s; {} of {} jobs ran most on a node \
+             other than their first (#)",
+            r.average_user_s,
+            r.elapsed_s,
+            moved,
+            r.jobs.len()
+        );
+        let src = r.jobs.first().map_or("", |j| j.residency_source.as_str());
+        let _ = writeln!(
+            out,
+            "columns {}: % time on that node, from the {src}; (m , i) = node run on most, initial \
+             node; wait % = share of its timed loop spent waiting for a CPU; mem node = node holding \
+             the job's memory{}",
+            r.nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            if r.trace_events > 0 {
+                format!(" ({} trace events)", r.trace_events)
+            } else {
+                String::new()
+            }
+        );
+        for n in &r.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        out
     }
+
     fn markdown(&self) -> String {
-        markdown(self)
+        let r = self;
+        let mut out = format!(
+            "# numalab jobs: {} probes (`{}`), load {}%\n\n",
+            r.n,
+            r.probe_args.join(" "),
+            r.load
+        );
+        out.push_str(&table(r, |n| format!("node {n} %"), "most, initial").markdown());
+        let _ = writeln!(
+            out,
+            "\nAverage user time = {:.2} s; elapsed {:.2} s.",
+            r.average_user_s, r.elapsed_s
+        );
+        for n in &r.notes {
+            let _ = writeln!(out, "\n> note: {n}");
+        }
+        out
     }
+
     fn csv(&self) -> anyhow::Result<String> {
-        Ok(csv(self))
+        crate::table::csv(rows(self))
     }
+
     fn json(&self) -> anyhow::Result<String> {
-        Ok(json(self))
+        let mut s = serde_json::to_string_pretty(self)?;
+        s.push('\n');
+        Ok(s)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{Job, JobsRecord, SCHEMA};
-    use super::*;
+    use crate::table::Render;
     use std::collections::BTreeMap;
 
     fn rec() -> JobsRecord {
@@ -289,7 +281,7 @@ mod tests {
 
     #[test]
     fn text_has_the_documents_columns_and_marks_moved_jobs() {
-        let t = text(&rec());
+        let t = rec().text();
         assert!(t.contains("Executing 2 times"), "{t}");
         let l1 = t
             .lines()
@@ -314,12 +306,14 @@ mod tests {
     #[test]
     fn csv_and_json_round_trip() {
         let r = rec();
-        let c = csv(&r);
+        let c = r.csv().unwrap();
         assert_eq!(c.lines().count(), 3);
         assert!(c.starts_with("job,pid,node0_pct,node1_pct,node2_pct,node3_pct,max_pct"));
-        let back: JobsRecord = serde_json::from_str(&json(&r)).unwrap();
+        let back: JobsRecord = serde_json::from_str(&r.json().unwrap()).unwrap();
         assert_eq!(back, r);
-        assert!(markdown(&r).contains("| 2 | 102 | 0.0 | 37.5 | 0.0 | 62.5 | 62.5 | (3 # 1) |"));
+        assert!(r
+            .markdown()
+            .contains("| 2 | 102 | 0.0 | 37.5 | 0.0 | 62.5 | 62.5 | (3 # 1) |"));
         assert!(
             c.contains("\n2,102,0.0,37.5,0.0,62.5,62.5,3,1,1,28.5,0.1,26.0,,0,kernel trace\n"),
             "{c}"
