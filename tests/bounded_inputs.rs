@@ -19,31 +19,9 @@ fn mkfifo(dir: &Path) -> PathBuf {
 /// A sim run directory with its records.
 fn sim_run(tmp: &Path) -> PathBuf {
     let out = tmp.join("run");
-    let (code, _, err) = numalab_out(
-        &[
-            "run",
-            "--backend",
-            "sim",
-            "--preset",
-            "xeon-8167m-2n",
-            "--samples",
-            "2",
-            "--size",
-            "4M",
-            "--counts",
-            "1",
-            "--nb",
-            "0",
-            "--pnid=-1",
-            "--mem",
-            "A",
-            "--cpu",
-            "A",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp,
-    );
+    let o = out.to_str().unwrap();
+    let args = common::sim_row(["--preset", "xeon-8167m-2n"], "2", "4M", o);
+    let (code, _, err) = numalab_out(&args, tmp);
     assert_eq!(code, 0, "{err}");
     out
 }

@@ -45,20 +45,8 @@ fn a_distance_matrix_the_kernel_refuses_is_exit_2_not_a_sim_panic() {
         assert_eq!(code, 2, "{dist:?}: {err}");
         assert!(err.contains(what) && err.contains(fs), "{dist:?}: {err}");
         let out = tmp.path().join("d");
-        let (code, _, err) = numalab_out(
-            &[
-                "run",
-                "--backend",
-                "sim",
-                "--topology",
-                fs,
-                "--samples",
-                "2",
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            tmp.path(),
-        );
+        let args = common::sim_row(["--topology", fs], "2", "4M", out.to_str().unwrap());
+        let (code, _, err) = numalab_out(&args, tmp.path());
         assert_eq!(code, 2, "{dist:?}: {err}");
         assert!(err.contains(what), "{dist:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
@@ -82,27 +70,8 @@ fn an_asymmetric_distance_matrix_is_accepted_and_never_hangs_the_simulator() {
         let (code, _, err) = numalab_out(&["topo", "--topology", fs], tmp.path());
         assert_eq!(code, 0, "{err}");
         let out = tmp.path().join("d");
-        let (code, _, err) = numalab_within(
-            &[
-                "run",
-                "--backend",
-                "sim",
-                "--topology",
-                fs,
-                "--samples",
-                "2",
-                "--size",
-                "4M",
-                "--counts",
-                "1",
-                "--nb",
-                "0",
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            tmp.path(),
-            30,
-        );
+        let args = common::sim_row(["--topology", fs], "2", "4M", out.to_str().unwrap());
+        let (code, _, err) = numalab_within(&args, tmp.path(), 30);
         if simulates {
             assert_eq!(code, 0, "{dist:?}: {err}");
             std::fs::remove_dir_all(&out).unwrap();
@@ -235,11 +204,9 @@ proptest! {
         let (code, _, err) = numalab_out(&["topo", "--topology", ps], tmp.path());
         prop_assert_eq!(code, 0, "{}", err);
         let out = tmp.path().join("d");
+        let args = common::sim_row(["--topology", ps], "1", "1M", out.to_str().unwrap());
         let (code, _, err) = numalab_within(
-            &[
-                "run", "--backend", "sim", "--topology", ps, "--samples", "1", "--size",
-                "1M", "--counts", "1", "--nb", "0", "--out", out.to_str().unwrap(),
-            ],
+            &args,
             tmp.path(),
             30,
         );

@@ -15,6 +15,32 @@ pub fn required() -> bool {
     std::env::var_os("NUMALAB_REQUIRE_TOOLS").is_some()
 }
 
+/// The smallest simulated run, one pinned row (no NUMA balancing, no
+/// preferred node, memory and CPUs on node A): `machine` names what it
+/// simulates (`["--preset", NAME]` or `["--topology", FILE]`), then
+/// `samples` samples of a `size` probe, written to `out`. The tests of
+/// inputs and topologies need a run, not a particular experiment.
+pub fn sim_row<'a>(
+    machine: [&'a str; 2],
+    samples: &'a str,
+    size: &'a str,
+    out: &'a str,
+) -> Vec<&'a str> {
+    let mut args = vec!["run", "--backend", "sim", machine[0], machine[1]];
+    args.extend([
+        "--samples",
+        samples,
+        "--size",
+        size,
+        "--counts",
+        "1",
+        "--nb",
+        "0",
+    ]);
+    args.extend(["--pnid=-1", "--mem", "A", "--cpu", "A", "--out", out]);
+    args
+}
+
 /// Runs numalab with `args` and the state directory `state`; returns its
 /// exit code and stderr.
 pub fn numalab(args: &[&str], state: &std::path::Path) -> (i32, String) {
