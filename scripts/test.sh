@@ -4,20 +4,18 @@
 # NUMALAB_REQUIRE_TOOLS=1 (CI does) to make a missing tool fail instead of
 # skipping the tests that need it.
 #
-# With arguments, they go to `cargo test --release` as they are (one test
-# binary, a name filter...). Without, the tests run in three phases:
+# With arguments, they go to `cargo test --release --target HOST` as they
+# are (one test binary, a name filter...). Without, the tests run in two phases:
 #  1. every test binary but the lab's, as `cargo test` runs them;
-#  2. the lab tests that must have the machine to themselves (a
-#     tests/lab_*.rs whose first line is `//! test.sh: alone`: a
-#     multi-threaded TCG guest, whose vCPUs take every host core), one by one;
-#  3. the other lab tests, NUMALAB_LAB_LANES binaries at a time (default:
-#     the CPU count), longest first, one test thread each.
+#  2. the lab tests (tests/lab_*.rs), NUMALAB_LAB_LANES binaries at a time
+#     (default: the CPU count), one test thread each.
 # Why: a lab test spends its time in one QEMU guest, and TCG runs a guest on
 # one host thread, so `cargo test` running them one binary after another
 # left all but one core idle for most of the run (CI on 2 cores: 30 of its
 # 35 minutes). One thread per binary keeps to one guest per lane, so no
 # guest runs slower than a core. Timing-sensitive tests (load_accuracy) are
-# in phase 1, with nothing beside them.
+# in phase 1, with nothing beside them. The simulator's measurements
+# against lab guests are benchmarks (bench/sim_vs_lab.sh), not tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lanes=${NUMALAB_LAB_LANES:-$(nproc)}
@@ -27,54 +25,51 @@ if ! [[ $lanes =~ ^[1-9][0-9]*$ ]]; then
 fi
 bash scripts/deps.sh
 
+# One build for the host and the lab: the tests and the numalab they run
+# are linked statically (crt-static, with the target named so that build
+# scripts and proc macros stay dynamic), so the lab's guests take that
+# numalab as it is (tests/common/lab.rs) instead of a second release build
+# of it (nearly two minutes on CI's 2 cores), and the tests run the
+# one-file binary a user copies onto a lab machine.
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
+triple=$(rustc -vV | sed -n 's/^host: //p')
+test=(cargo test --release --target "$triple")
+
 if (($#)); then
-    exec cargo test --release "$@"
+    exec "${test[@]}" "$@"
 fi
 
-cargo test --release --no-run
+"${test[@]}" --no-run
 
-lab=() alone=() other=()
+lab=() other=()
 for f in tests/*.rs; do
     name=$(basename "$f" .rs)
     case $name in
-        lab_*)
-            if [ "$(head -n 1 "$f")" = "//! test.sh: alone" ]; then
-                alone+=(--test "$name")
-            else
-                lab+=("$name")
-            fi
-            ;;
+        lab_*) lab+=("$name") ;;
         *) other+=(--test "$name") ;;
     esac
 done
 
 echo "test.sh: phase 1: unit, integration and doc tests"
-cargo test --release --lib --bins "${other[@]}"
-cargo test --release --doc
-if ((${#alone[@]})); then
-    echo "test.sh: phase 2: lab tests that run alone"
-    cargo test --release "${alone[@]}"
-fi
+"${test[@]}" --lib --bins "${other[@]}"
+"${test[@]}" --doc
 
-# Longest first, by their times on CI's 2-core machine (lab_sim about
-# 10 min, the others together about 9; lab_pnid takes 25 s with the lab
-# kernel cached but builds it when it is not, 10-15 min, so it comes second,
-# beside the first half of lab_sim, and the other PNID tests find the
-# kernel built); a lab test not listed here runs after these.
-#
-# An entry NAME:FILTER runs only the tests of NAME whose names contain
-# FILTER, and NAME:!FILTER all the others, so one long binary can take two
-# lanes: lab_sim (about 10 min, four guests one after another) was most of
-# phase 3 on its own while the other lane had finished. Both halves always
-# together cover every test of the binary, new ones included.
-order=(lab_sim:4node_smt lab_pnid lab_sim:!4node_smt lab_pnid_run lab_pnid_load lab_sched
-    lab_trace lab_home lab_probe lab_run lab_topo lab_load_policy)
+# lab_pnid first: on a fresh machine it builds the lab kernel (10-15 min;
+# 25 s with it cached) while the other lane runs the tests on Debian's
+# kernel; the other PNID-kernel tests come after those, so they find the
+# kernel built instead of waiting for it in a lane. Among each group,
+# longest first (times on CI's 2-core machine with the kernel cached:
+# lab_pnid_run 200 s, lab_run 90, lab_pnid_load 80, lab_sched 70, lab_topo
+# 70, lab_trace 40, lab_probe 30, lab_load_policy 25, lab_home 15). A lab
+# test not listed here runs after these.
+order=(lab_pnid lab_run lab_topo lab_trace lab_probe lab_load_policy lab_home
+    lab_pnid_run lab_pnid_load lab_sched)
 queue=()
 for t in "${order[@]}"; do
-    [ -e "tests/${t%%:*}.rs" ] && queue+=("$t")
+    [ -e "tests/$t.rs" ] && queue+=("$t")
 done
 for t in "${lab[@]}"; do
-    [[ " ${queue[*]%%:*} " == *" $t "* ]] || queue+=("$t")
+    [[ " ${queue[*]} " == *" $t "* ]] || queue+=("$t")
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/numalab-test.XXXXXX")
@@ -107,13 +102,8 @@ lane() {
         [ -n "$t" ] || return 0
         echo "test.sh: lane $1: $t started"
         start=$(date +%s)
-        local name=${t%%:*} filter=() log
-        case $t in
-            *:!*) filter=(--skip "${t#*:!}") ;;
-            *:*) filter=("${t#*:}") ;;
-        esac
-        log="$work/${t//[:!]/_}.log"
-        setsid cargo test --release --test "$name" -- --test-threads=1 "${filter[@]}" >"$log" 2>&1 &
+        local log="$work/$t.log"
+        setsid "${test[@]}" --test "$t" -- --test-threads=1 >"$log" 2>&1 &
         child=$!
         rc=0
         wait "$child" || rc=$?
@@ -124,7 +114,7 @@ lane() {
     done
 }
 
-echo "test.sh: phase 3: ${#queue[@]} lab test runs, $lanes at a time"
+echo "test.sh: phase 2: ${#queue[@]} lab test binaries, $lanes at a time"
 : >"$work/verdicts"
 for ((i = 1; i <= lanes; i++)); do
     lane "$i" &
@@ -139,4 +129,4 @@ if [ -n "$failed" ] || [ "$ran" -ne "${#queue[@]}" ]; then
     echo "test.sh: lab tests failed: ${failed:-(a lane stopped early)}" >&2
     exit 1
 fi
-echo "test.sh: all ${#queue[@]} lab test runs passed"
+echo "test.sh: all ${#queue[@]} lab test binaries passed"

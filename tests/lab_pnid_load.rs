@@ -283,7 +283,7 @@ impl NumaBalance {
 /// trace, beside the simulator's account of the same spec on the same
 /// topology (lab-tcg profile, the same load policy): how each moved the
 /// probe. Printed, not asserted: TCG runs the guest's CPUs one at a time
-/// and the sim's rates differ 5-7x (tests/lab_sim.rs), so only where the
+/// and the sim's rates differ 5-7x (bench/sim_vs_lab.rs), so only where the
 /// moves come from is compared (docs/sim.md).
 fn balancing_at_the_numa_domain(pol: &str, samples: &[Value], spec: &str, ni_random: bool) {
     let tmp = tempfile::tempdir().unwrap();

@@ -1,8 +1,9 @@
 //! Running scripts in QEMU lab guests (see lab/README.md) from tests.
 //!
-//! The guest needs a static numalab; it is built once per test process into
-//! target/lab-static (a separate target dir, so it neither fights the outer
-//! cargo's lock nor invalidates its build). Guests run one at a time: each
+//! The guest needs a static numalab: the one under test when it is static
+//! (scripts/test.sh builds with crt-static), else one built once per test
+//! process into target/lab-static (a separate target dir, so it neither
+//! fights the outer cargo's lock nor invalidates its build). Guests run one at a time: each
 //! already uses both host cores. Where QEMU, a kernel or busybox is missing
 //! the lab tests print SKIPPED with the reason, unless NUMALAB_REQUIRE_TOOLS
 //! is set (CI), where that is a failure.
@@ -46,10 +47,48 @@ fn missing_tools() -> Option<String> {
 static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 static ONE_GUEST: Mutex<()> = Mutex::new(());
 
+/// Whether the ELF file at `path` is statically linked: no PT_INTERP
+/// program header (the dynamic loader a dynamic executable names).
+/// x86_64 little-endian ELF64 only, what the lab runs.
+pub fn is_static_elf(path: &Path) -> bool {
+    let Ok(b) = std::fs::read(path) else {
+        return false;
+    };
+    let u16_at = |o: usize| {
+        b.get(o..o + 2)
+            .map(|s| u16::from_le_bytes([s[0], s[1]]) as usize)
+    };
+    let u64_at = |o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_le_bytes(s.try_into().unwrap()) as usize)
+    };
+    // e_ident: magic, ELFCLASS64 (2), little-endian (1).
+    if b.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+        return false;
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return false;
+    };
+    const PT_INTERP: u32 = 3;
+    (0..phnum).all(|i| {
+        let o = phoff + i * phentsize;
+        b.get(o..o + 4)
+            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap()) != PT_INTERP)
+    })
+}
+
 fn static_binary() -> Result<PathBuf, String> {
     BIN.get_or_init(|| {
         if let Some(p) = std::env::var_os("NUMALAB_BIN") {
             return Ok(PathBuf::from(p));
+        }
+        // scripts/test.sh builds the tests with crt-static: the numalab
+        // they test is then the one the guest needs, and a second release
+        // build (nearly two minutes on 2 cores) is not needed.
+        let tested = PathBuf::from(env!("CARGO_BIN_EXE_numalab"));
+        if is_static_elf(&tested) {
+            return Ok(tested);
         }
         let target_dir = repo().join("target/lab-static");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -1,5 +1,3 @@
-//! test.sh: alone
-//!
 //! The several-probe engine (`jobs --backend sim`) against a real kernel
 //! (issue #10): `numalab jobs 2 --load 50 --size 8M --counts 3` twelve times
 //! in the `2node` guest (2 nodes x 2 CPUs, the host's Debian kernel, NUMA
@@ -28,10 +26,14 @@
 //! against the sim's 26.4 and 14.2, while the time on the memory's node
 //! (54.2-55.5%) and the cross-node share (0.40-0.52) stayed where they were.
 //!
-//! Runs alone (scripts/test.sh reads the `test.sh: alone` line above): the
-//! guest's four vCPU threads take both host cores, and a guest in another
-//! lane would slow them unevenly, which changes what is measured.
+//! A measurement, not a CI test: `bash bench/sim_vs_lab.sh` runs it (and
+//! [`sim_vs_lab`](../sim_vs_lab.rs)) before a change to the simulator's
+//! model lands, and the note quotes what it printed. It runs with nothing
+//! beside it: the guest's four vCPU threads take both host cores, and a
+//! guest beside it would slow them unevenly, which changes what is
+//! measured.
 
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::lab;

@@ -3,9 +3,9 @@
 //! (2 nodes x 2 cores) and `8node-dl980` (8 nodes x 1 CPU, SLIT distances
 //! 10/12/17/19), all on the host's Debian kernel. Each guest runs `numalab
 //! run --trace` with a small spec (60% load, Mem A, CPU A and F, PNID -1,
-//! NB 0 and NB 1 with `NUMALAB_LAB_MEASURE=1`; in CI only the block whose
-//! cross-node share is asserted; the 8-node guest NB 0 only and a shorter
-//! probe loop, to keep CI's lab time down), and `--backend sim` runs the
+//! NB 0 and NB 1 with `NUMALAB_LAB_MEASURE=1`, as bench/sim_vs_lab.sh runs
+//! it, otherwise only the block whose cross-node share is asserted; the 8-node guest NB 0 only and a shorter
+//! probe loop), and `--backend sim` runs the
 //! same spec on the guest's topology (tests/fixtures/topo/NAME) with the
 //! `lab-tcg` profile, its `kernel.ni_random` set to what the guest's
 //! `sched/features` says (Debian's 6.1.192, the lab's default kernel, lists
@@ -28,7 +28,16 @@
 //! nearer moves split between distances 12 and 17, the 2-node guest's
 //! cross-node share with NUMA balancing on, and the 4-node guest's with it
 //! off.
+//!
+//! A measurement, not a CI test: `bash bench/sim_vs_lab.sh` runs it and
+//! `sim_vs_lab_jobs` before a change to the simulator's model lands, and
+//! the note quotes what they printed (docs/sim.md holds the tables). The
+//! tolerances are the lab's own run-to-run spread, so a run here judges a
+//! model change against the kernel; CI keeps what is a mechanism: the
+//! simulator's invariants (tests/sim*.rs) and the tracer's classification
+//! on these guests (tests/lab_topo.rs).
 
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::{jsonl, lab};
@@ -412,7 +421,7 @@ fn nodes_share_cpus(case: &Case) -> bool {
 
 /// A share's lab-vs-sim check: |lab - sim| within three standard errors of
 /// the difference (per-sample shares, lab and sim; three, not two, because
-/// every CI run tests several rows: a right model then fails about 0.3% of
+/// every run tests several rows: a right model then fails about 0.3% of
 /// the time per row, normal approximation, instead of about 5%) plus the
 /// bias the lab's pre-binding phase can put in its share: the share with
 /// the moves of that phase taken out, as the same block's pinned row
@@ -545,7 +554,7 @@ fn sim_matches_traced_lab_runs_on_4node_smt() {
     compare(&Case {
         topology: "4node-smt",
         nodes: [0, 1],
-        // CI runs the block whose share is asserted; the other one's is a
+        // The short form runs the block whose share is asserted; the other one's is a
         // known disagreement, printed (NUMALAB_LAB_MEASURE=1 runs both).
         nbs: lab::sized(&[1], &[0, 1]),
         lab_samples: 4,
@@ -565,7 +574,7 @@ fn sim_matches_traced_lab_runs_on_2node() {
     compare(&Case {
         topology: "2node",
         nodes: [0, 1],
-        // As on 4node-smt: CI runs the block whose share is asserted.
+        // As on 4node-smt: the short form runs the block whose share is asserted.
         nbs: lab::sized(&[0], &[0, 1]),
         lab_samples: 4,
         sim_samples: 16,
