@@ -302,7 +302,7 @@ pub struct JobsArgs {
     /// pinning to the homenode), `float` (memory only) or `sched`
     /// (numalab's sched_ext scheduler, `numalab sched`, Linux 6.12+).
     #[arg(long, value_enum, default_value = "agent", requires = "home")]
-    pub home_cpu: crate::jobs::HomeCpu,
+    pub home_cpu: crate::run::jobs::HomeCpu,
 
     /// NUMA balancing while the jobs run, 0 or 1: kernel.numa_balancing is
     /// set for the jobs and put back after (journaled, as `run` does); with

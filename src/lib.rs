@@ -11,9 +11,12 @@
 //! simulator in [`sim`], or a test's mock; [`experiment::backend`]) ->
 //! records ([`run::record`], JSON lines) -> statistics ([`stats`]) ->
 //! reports ([`report`]), comparisons ([`compare`]) and pictures ([`plot`]).
+//! The multi-job test (`numalab jobs`) takes the same path: its spec and
+//! record are [`run::jobs`], the same backends run it
+//! ([`experiment::backend::Backend::jobs`]), [`report::jobs`] renders it.
 //! Around it: the machine model ([`topology`]), the probe ([`probe`]), the
-//! background load ([`load`]), scheduler tracing ([`trace`]), the multi-job
-//! test ([`jobs`]), and the preferred-node mechanisms for kernels without
+//! background load ([`load`]), scheduler tracing ([`trace`]), and the
+//! preferred-node mechanisms for kernels without
 //! the PNID patch: the homenode agent ([`home`]) and the sched_ext
 //! scheduler ([`sched`]).
 //!
@@ -31,7 +34,6 @@ pub mod experiment;
 pub mod home;
 pub mod idset;
 pub mod input;
-pub mod jobs;
 pub mod load;
 pub mod paths;
 pub mod plot;

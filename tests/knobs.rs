@@ -3,7 +3,8 @@
 //! for rows of blocks that do not name them; bad names and values exit 2
 //! before anything changes.
 
-use numalab::experiment::backend::{Backend, Host};
+use numalab::experiment::backend::Backend;
+use numalab::experiment::host::Host;
 use numalab::run::spec::ExperimentSpec;
 use numalab::sys::state::{self, Guard, Journal, StateLock};
 use numalab::topology::presets;
@@ -142,8 +143,9 @@ fn host_sets_each_rows_knobs_and_puts_back_what_the_next_row_lacks() {
     let load0 = numalab::run::spec::ExperimentSpec {
         load: 0.0,
         ..Default::default()
-    };
-    let mut host = Host::new(&topo, &load0, None).unwrap();
+    }
+    .load_spec(&topo, topo.online_cpus());
+    let mut host = Host::new(&topo, load0, None).unwrap();
 
     host.prepare(&rows[0], &mut guard).unwrap();
     assert_eq!(read(&root, delay), "4294967295");

@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["trace"],
     &["run"],
     &["exec"],
-    &["experiment", "jobs"],
+    &["experiment"],
     &["report"],
     &["compare"],
     &["plot"],

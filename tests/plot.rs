@@ -8,8 +8,8 @@
 //! `NUMALAB_PLOT_KEEP=DIR` copies the SVGs the tests draw into DIR, to look
 //! at them (render with e.g. `rsvg-convert`).
 
-use numalab::jobs::{Job, JobsRecord};
 use numalab::probe::record::ProbeRecord;
+use numalab::run::jobs::{Job, JobsRecord};
 use numalab::run::record::{self, RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef};
 use numalab::topology::presets;
@@ -155,7 +155,7 @@ fn write_jobs(path: &Path, n: u32, nodes: u32) {
         })
         .collect();
     let rec = JobsRecord {
-        schema: numalab::jobs::SCHEMA.into(),
+        schema: numalab::run::jobs::SCHEMA.into(),
         numalab_version: "test".into(),
         kernel: Some("6.12-test".into()),
         topology_digest: "d1".into(),

@@ -110,7 +110,7 @@ fn all_json(text: &str) {
     let _ = serde_json::from_slice::<SampleRecord>(text.as_bytes());
     let _ = serde_json::from_str::<ProbeRecord>(text);
     let _ = serde_json::from_str::<TraceRecord>(text);
-    let _ = serde_json::from_str::<numalab::jobs::JobsRecord>(text);
+    let _ = serde_json::from_str::<numalab::run::jobs::JobsRecord>(text);
     if let Ok(s) = serde_json::from_str::<ExperimentSpec>(text) {
         check_rows(&s);
     }

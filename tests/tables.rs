@@ -8,9 +8,9 @@
 //! tables`, then read the diff of the .snap files before committing.
 
 use numalab::analysis::balance::SampleBalance;
-use numalab::jobs::{Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::probe::record::ProbeRecord;
 use numalab::report;
+use numalab::run::jobs::{Job, JobsRecord, SCHEMA as JOBS_SCHEMA};
 use numalab::run::record::{RunMeta, SampleRecord, RUN_SCHEMA, SAMPLE_SCHEMA};
 use numalab::run::spec::{Block, ExperimentSpec, PnidRef, Precision};
 use numalab::run::stop::{self, StopReason};

@@ -1,7 +1,7 @@
 //! Resolving the command line, once: typed clap arguments (the low-level
 //! form, `cli`) become what the library runs (the high-level form): an
-//! [`ExperimentSpec`] (`run`), a [`ProbeSpec`] (`probe`, and every job of
-//! `jobs`), a [`MachineSource`] and the simulator's profile (`--backend
+//! [`ExperimentSpec`] (`run`), a [`JobsSpec`] (`jobs`), a [`ProbeSpec`]
+//! (`probe`, and every job of `jobs`), a [`MachineSource`] and the simulator's profile (`--backend
 //! sim`, `topo`). Every check of an option against another, and against the
 //! machine, is here or in the type it builds, so a command's glue only asks
 //! for the result (ripgrep's low-args -> high-args).
@@ -10,6 +10,7 @@ use super::{BackendArgs, JobsArgs, ProbeArgs, RunArgs, TopologySource};
 use crate::error::usage;
 use crate::idset::IdSet;
 use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
+use crate::run::jobs::{HomeSpec, JobsSpec};
 use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::topology::sysfs::{read_topology, SysRoot};
 use crate::topology::{presets, Topology};
@@ -308,6 +309,73 @@ impl JobsArgs {
         pa.size = a.size;
         pa.counts = a.counts;
         Ok(pa)
+    }
+
+    /// What to run on `topo`: every job's probe, checked against the
+    /// machine, and the jobs' homenodes (`--home`). `simulated`: the
+    /// machine is the simulator's, whose kernel has the PNID patch built
+    /// in, so this kernel's PNID interface is not asked about, and a
+    /// `--pnid-prctl` (a host kernel's interface) is refused.
+    pub fn spec(&self, topo: &Topology, simulated: bool) -> anyhow::Result<JobsSpec> {
+        let a = self;
+        let probe = a.probe()?.spec(topo)?;
+        let home = match a.home.as_deref().map(str::trim) {
+            None => None,
+            Some(h) => {
+                if probe.mem != MemPlacement::Float || probe.cpu != CpuPlacement::Float {
+                    return Err(usage(
+                        "--home places each job's memory and CPUs on its homenode: leave the \
+                         probe's memory and CPU placement options out",
+                    ));
+                }
+                let node = match h {
+                    "auto" => None,
+                    n => {
+                        let n = n.parse::<u32>().map_err(|_| {
+                            usage(format!("--home {n:?}: give a node id or `auto`"))
+                        })?;
+                        crate::home::home_cpus(topo, "--home", n)?;
+                        Some(n)
+                    }
+                };
+                Some(HomeSpec {
+                    node,
+                    cpu: a.home_cpu,
+                })
+            }
+        };
+        if simulated {
+            crate::experiment::simulated::jobs::check(home.as_ref())?;
+            if probe.pnid_prctl.is_some() {
+                return Err(usage(
+                    "--pnid-prctl names a host kernel's prctl; the simulated kernel has the PNID \
+                     patch built in",
+                ));
+            }
+            // The simulator checks the node; this kernel's interface is
+            // not the question.
+            crate::probe::validate(
+                &ProbeSpec {
+                    pnid: None,
+                    ..probe.clone()
+                },
+                topo,
+            )?;
+        } else {
+            crate::probe::validate(&probe, topo)?;
+        }
+        Ok(JobsSpec {
+            // N (1..=1024) and --load (0..=100) are checked by clap.
+            n: a.n.unwrap_or(1),
+            probe,
+            load: a.load,
+            home,
+            nb: a.nb,
+            load_policy: a.load_policy,
+            load_period_ms: a.load_period_ms,
+            load_phases: a.load_phases,
+            seed: a.seed.unwrap_or(1),
+        })
     }
 }
 

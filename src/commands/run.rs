@@ -2,7 +2,8 @@
 
 use crate::cli::{BackendKind, RunArgs};
 use crate::error::usage;
-use crate::experiment::backend::{Backend, Host};
+use crate::experiment::backend::Backend;
+use crate::experiment::host::Host;
 use crate::experiment::runner;
 use crate::experiment::simulated::Sim;
 use crate::report;
@@ -10,6 +11,7 @@ use crate::run::record;
 use crate::sys::signals::Stop;
 use crate::sys::state::{self, Guard, StateLock};
 use crate::table::Format;
+use crate::trace::live::DEFAULT_BUFFER_KB;
 use crate::trace::tracefs::Tracefs;
 use std::path::{Path, PathBuf};
 
@@ -76,16 +78,17 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let lock = StateLock::acquire(&state::state_dir()?, "numalab run")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
-    let mut backend = Host::new(&topo, &spec, a.pnid_prctl.clone())?;
+    let load = spec.load_spec(&topo, topo.allowed.cpus.intersection(&topo.online_cpus()));
+    let mut backend = Host::new(&topo, load, a.pnid_prctl.clone())?;
     if via_agent {
-        backend.pnid_via_agent(&topo);
+        backend.pnid_via_agent();
     }
     if let Some(cfg) = sched_cfg {
         backend.pnid_via_sched(cfg);
     }
     let mut guard = Guard::new(lock, &dir);
     if spec.trace {
-        backend.enable_trace(Tracefs::locate(&mut guard)?, &topo);
+        backend.enable_trace(Tracefs::locate(&mut guard)?, DEFAULT_BUFFER_KB);
         // The load balancer's counters explain the trace's moves (how:
         // which kind of balancing, pulled although hot, pushed); a kernel
         // without them still traces.
@@ -155,7 +158,8 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
         }
     };
     let stop = Stop::on_signals()?;
-    let mut backend = Sim::new(&topo, &source, profile, &spec)?;
+    let load = spec.load_spec(&topo, topo.online_cpus());
+    let mut backend = Sim::new(&topo, &source, profile, &load)?;
     let guard = Guard::inert(&dir);
     if a.resume.is_none() {
         eprintln!(

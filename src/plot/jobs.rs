@@ -5,7 +5,7 @@
 
 use super::layout::Lanes;
 use super::style::{self, Glyph};
-use crate::jobs::JobsRecord;
+use crate::run::jobs::JobsRecord;
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //!
 //! Inputs are run directories (read with [`crate::compare::load`], the same
 //! read-only path as `report` and `compare`) and `numalab jobs -o` records
-//! ([`crate::jobs::read_record`]). Per run: the RFC table as a picture
+//! ([`crate::run::jobs::read_record`]). Per run: the RFC table as a picture
 //! ([`times`]); for traced runs (`run --trace`) also migrations by level and
 //! time vs cross-node moves ([`traced`]); per jobs record the residency
 //! heatmap ([`jobs`]); for two or more runs the compare view ([`compare`]),
@@ -25,7 +25,7 @@ pub mod traced;
 
 use crate::compare::LoadedRun;
 use crate::error::usage;
-use crate::jobs::JobsRecord;
+use crate::run::jobs::JobsRecord;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +71,7 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
         }
         Ok(Input::Run(Box::new(run)))
     } else {
-        let record = crate::jobs::read_record(path).map_err(|e| {
+        let record = crate::run::jobs::read_record(path).map_err(|e| {
             usage(format!(
                 "{e:#} ({} is a file: plot reads run directories and `numalab jobs -o` records)",
                 path.display()

@@ -18,6 +18,7 @@
 
 pub mod balance;
 pub mod csv;
+pub mod jobs;
 pub mod json;
 pub mod markdown;
 pub mod observer;

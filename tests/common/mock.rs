@@ -87,6 +87,15 @@ impl Backend for Mock {
             sched: None,
         })
     }
+    fn jobs(
+        &mut self,
+        _: &numalab::run::jobs::JobsSpec,
+        _: &Stop,
+        _: &mut Guard,
+        _: &mut dyn FnMut(u32, u32, f64),
+    ) -> anyhow::Result<numalab::run::jobs::JobsRecord> {
+        anyhow::bail!("the mock backend makes run's samples only; jobs are tested on the host and the simulator")
+    }
 }
 
 /// A real probe on this machine, the shape of every mock record.

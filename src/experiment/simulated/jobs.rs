@@ -10,46 +10,15 @@
 //! "user time" its on-CPU time (fault handling and page migration are
 //! charged to it there too: the model has no user/system split).
 
-use super::{HomeCpu, HomeSpec, Job, JobsRecord, SCHEMA};
 use crate::analysis::{self, Segment};
-use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec, ThpMode};
+use crate::load::LoadSpec;
+use crate::probe::{CpuPlacement, MemPlacement, ThpMode};
+use crate::run::jobs::{HomeCpu, HomeSpec, Job, JobsRecord, JobsSpec, SimJobsMeta, SCHEMA};
 use crate::sim::multi::{self, JobResult, Multi};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{Cause, Machine, Profile, MODEL_VERSION};
 use crate::topology::Topology;
 use crate::trace::analyze::Causes;
-use serde::{Deserialize, Serialize};
-
-/// What a simulated jobs record says about the simulation (`sim`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SimJobsMeta {
-    pub model_version: u32,
-    /// "preset NAME", "file PATH" or "this machine".
-    pub topology_source: String,
-    pub profile: String,
-    pub seed: u64,
-    /// Events the simulation handled.
-    pub events: u64,
-}
-
-/// The simulated machine and what to run on it.
-pub struct SimJobs<'a> {
-    pub topo: &'a Topology,
-    pub source: String,
-    pub profile: Profile,
-    pub n: u32,
-    pub probe: ProbeSpec,
-    pub load: f64,
-    pub home: Option<HomeSpec>,
-    pub seed: u64,
-    /// The simulated kernel.numa_balancing (0 or 1).
-    pub nb: u8,
-    /// The load workers' memory policy.
-    pub load_policy: crate::load::LoadPolicy,
-    /// The load's period (ms) and phases (drawn with `seed`).
-    pub load_period_ms: f64,
-    pub load_phases: crate::load::LoadPhases,
-}
 
 /// sysctl_sched_migration_cost's default, ns (as `run --backend sim`).
 const MIGRATION_COST_NS: f64 = 500_000.0;
@@ -95,11 +64,21 @@ pub fn check(home: Option<&HomeSpec>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the simulated jobs.
-pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
+/// Runs the jobs on the simulated machine `topo` (`source` says where it
+/// came from) with `profile`, beside the background load `load`
+/// ([`crate::experiment::backend::Backend::jobs`]).
+pub(super) fn run(
+    topo: &Topology,
+    source: &str,
+    profile: &Profile,
+    load: &LoadSpec,
+    s: &JobsSpec,
+) -> anyhow::Result<JobsRecord> {
     check(s.home.as_ref())?;
-    let m = Machine::new(s.topo)?;
-    let job_homes = s.home.as_ref().map(|h| homes(&m, h, s.n, s.load));
+    // The simulated kernel's NUMA balancing is on unless --nb 0.
+    let nb = s.nb.unwrap_or(1);
+    let m = Machine::new(topo)?;
+    let job_homes = s.home.as_ref().map(|h| homes(&m, h, s.n, load.percent));
     let mut jobs = Vec::with_capacity(s.n as usize);
     for i in 0..s.n as usize {
         let mut p = s.probe.clone();
@@ -137,19 +116,26 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
             forced,
         });
     }
-    let period = s.load_period_ms * 1e6;
+    let period = load.period.as_nanos() as f64;
     let spans = m.span_count();
-    let load =
-        crate::sim::load::LoadModel::shaped(&m, s.load, period, s.load_phases, s.seed, spans);
+    let load_policy = load.policy;
+    let load = crate::sim::load::LoadModel::shaped(
+        &m,
+        load.percent,
+        period,
+        load.phases,
+        load.seed,
+        spans,
+    );
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
-            enabled: s.nb > 0,
+            enabled: nb > 0,
             ..NumaKnobs::default()
         },
         migration_cost_ns: MIGRATION_COST_NS,
         scope: s.probe.bind_scope,
-        load_policy: s.load_policy,
+        load_policy,
         buffer_bytes: s.probe.size.bytes(),
         page_bytes: if s.probe.thp == ThpMode::On {
             2 << 20
@@ -160,21 +146,21 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         iterations: s.probe.counts,
         seed: s.seed,
     };
-    let res = Multi::new(&m, &s.profile, &load, &spec).run();
+    let res = Multi::new(&m, profile, &load, &spec).run();
     let rows: Vec<Job> = res
         .jobs
         .iter()
         .enumerate()
-        .map(|(i, r)| job_row(s.topo, &m, i, r, job_homes.as_ref().map(|h| h[i])))
+        .map(|(i, r)| job_row(topo, &m, i, r, job_homes.as_ref().map(|h| h[i])))
         .collect();
     let mut notes = vec![format!(
         "simulated: {} on {} ({} events, seed {}); NUMA balancing {}; \
          memory bandwidth and shared-cache contention between jobs are not modelled",
-        crate::sim::kernel_label(&s.profile),
-        s.source,
+        crate::sim::kernel_label(profile),
+        source,
         res.events,
         s.seed,
-        if s.nb > 0 { "on" } else { "off (--nb 0)" }
+        if nb > 0 { "on" } else { "off (--nb 0)" }
     )];
     if let Some(h) = &s.home {
         let on_home: Vec<f64> = rows
@@ -192,8 +178,8 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
     Ok(JobsRecord {
         schema: SCHEMA.into(),
         numalab_version: env!("CARGO_PKG_VERSION").into(),
-        kernel: Some(crate::sim::kernel_label(&s.profile)),
-        topology_digest: s.topo.digest(),
+        kernel: Some(crate::sim::kernel_label(profile)),
+        topology_digest: topo.digest(),
         nodes: m.node_ids.clone(),
         num_cpus: m.len(),
         n: s.n,
@@ -206,14 +192,14 @@ pub fn run(s: &SimJobs) -> anyhow::Result<JobsRecord> {
         notes,
         jobs: rows,
         home: s.home.as_ref().map(HomeSpec::label),
-        numa_balancing: Some(s.nb),
+        numa_balancing: Some(nb),
         load_policy: s.load_policy,
         load_period_ms: s.load_period_ms,
         load_phases: s.load_phases,
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
-            topology_source: s.source.clone(),
-            profile: s.profile.name.clone(),
+            topology_source: source.to_string(),
+            profile: profile.name.clone(),
             seed: s.seed,
             events: res.events,
         }),

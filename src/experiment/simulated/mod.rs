@@ -10,14 +10,18 @@
 //! result depends neither on order nor on threads, and a resumed run gets
 //! the samples a whole run would have had.
 
+pub mod jobs;
+
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
 use crate::analysis::balance::{Moves, SampleBalance, Spans};
 use crate::analysis::{self, Migration, Segment};
+use crate::load::LoadSpec;
 use crate::probe::record::{
     CpuTime, Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport,
     Timing,
 };
 use crate::probe::{pnid, ProbeSpec, ThpMode};
+use crate::run::jobs::{JobsRecord, JobsSpec};
 use crate::run::spec::{ExperimentSpec, Row, RowCpu, RowMem};
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{Cause, Machine, Profile, SampleResult, SampleSpec, Simulator, MODEL_VERSION};
@@ -69,22 +73,27 @@ pub struct Sim {
     ready: BTreeMap<(usize, u32), Sampled>,
     rows: Vec<Row>,
     handed: BTreeMap<usize, u32>,
+    /// The background load every sample or batch of jobs runs beside.
+    load: LoadSpec,
 }
 
 impl Sim {
-    /// `source` says where the topology came from, for run.json.
+    /// The simulator on the machine `topo` (`source` says where it came
+    /// from, for the records) with `profile`, every sample or batch of jobs
+    /// beside the background load `load`.
     pub fn new(
         topo: &Topology,
         source: &str,
         profile: Profile,
-        spec: &ExperimentSpec,
+        load: &LoadSpec,
     ) -> anyhow::Result<Sim> {
         let machine = Machine::new(topo)?;
-        let period = spec.load_period_ms * 1e6;
-        let (phases, seed) = (spec.load_phases, spec.seed);
+        let period = load.period.as_nanos() as f64;
+        let (phases, seed) = (load.phases, load.seed);
         Ok(Sim {
             level_spans: machine.level_spans(),
-            sim: Simulator::new(machine, profile, spec.load, period, phases, seed),
+            sim: Simulator::new(machine, profile, load.percent, period, phases, seed),
+            load: load.clone(),
             source: source.to_string(),
             topo: topo.clone(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -533,6 +542,26 @@ impl Backend for Sim {
             r?;
         }
         Ok(self.ready.remove(&key).expect("filled"))
+    }
+
+    fn jobs(
+        &mut self,
+        spec: &JobsSpec,
+        _stop: &Stop,
+        _guard: &mut Guard,
+        progress: &mut dyn FnMut(u32, u32, f64),
+    ) -> anyhow::Result<JobsRecord> {
+        // One simulation, seconds at most: no partial progress to show, and
+        // nothing on this machine changes (no guard, no signal to heed).
+        let rec = jobs::run(
+            &self.topo,
+            &self.source,
+            &self.sim.profile,
+            &self.load,
+            spec,
+        )?;
+        progress(spec.n, spec.n, rec.elapsed_s);
+        Ok(rec)
     }
 }
 

@@ -1,187 +1,23 @@
-//! `numalab jobs`: the node-affine scheduler document's multi-job test.
-//!
-//! N copies of the probe start at the same instant (held at a gate until
-//! the tracer watches all of them), optionally under background load, and
-//! run to the end. The kernel's trace gives each job's share of on-CPU time
-//! per node, the node it ran on most and the node it started on; wait4(2)
-//! gives its user time. The document reported exactly this table (% time on
-//! each node, the max, most vs initial node, user time, average user time)
-//! to show whether tasks stay on the node that holds their memory.
+//! `numalab jobs` on this machine: N probe processes started at the same
+//! instant (held at a gate until the tracer watches all of them), beside
+//! the host backend's background load, run to the end. The kernel's trace
+//! gives each job's share of on-CPU time per node, the node it ran on most
+//! and the node it started on (without tracing, the probe's own sampled
+//! observation); wait4(2) gives its user time. With `--home`, each job's
+//! memory is preferred on its homenode and its CPUs follow the agent, hard
+//! pinning, or numalab's scheduler.
 
-pub mod render;
-pub mod simulated;
-
+use super::Host;
 use crate::exec::{self, Ended};
 use crate::probe::record::ProbeRecord;
+use crate::run::jobs::{HomeCpu, HomeSpec, Job, JobsRecord, JobsSpec, SCHEMA};
 use crate::sys::signals::Stop;
 use crate::sys::state::Guard;
 use crate::topology::Topology;
 use crate::trace::analyze::{analyze, Causes, TaskTrace};
-use crate::trace::live::LiveSpec;
-use crate::trace::tracefs::Tracefs;
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-pub const SCHEMA: &str = "numalab.jobs/1";
-
-/// One job's row of the table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
-    /// 1-based, as the document numbers them.
-    pub job: u32,
-    pub pid: u32,
-    /// Node -> percent of the job's on-CPU time.
-    pub node_pct: BTreeMap<u32, f64>,
-    pub max_pct: f64,
-    pub most_node: Option<u32>,
-    pub start_node: Option<u32>,
-    /// Where its memory is (the probe's read-back after warm-up).
-    pub mem_node: Option<u32>,
-    pub user_s: f64,
-    pub sys_s: f64,
-    /// The probe's timed loop.
-    pub loop_s: f64,
-    pub migrations: crate::analysis::MigrationCounts,
-    pub causes: Causes,
-    /// "kernel trace" or "self-observed" (no tracing).
-    pub residency_source: String,
-    /// Its homenode (`--home`), absent without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub home_node: Option<u32>,
-    /// Its timed loop's time on a CPU and waiting for one (the probe's
-    /// `cpu_time`, docs/probe-schema.md); absent where the kernel keeps no
-    /// schedstat, and in records written before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_time: Option<crate::probe::record::CpuTime>,
-    /// `--home-cpu sched`: numalab's scheduler's account of the job (its
-    /// time at home, steals and why, returns; docs/sched-schema.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sched: Option<crate::sched::account::ProcessAccount>,
-}
-
-impl Job {
-    /// Share of its timed loop spent runnable but waiting for a CPU, %.
-    pub fn wait_pct(&self) -> Option<f64> {
-        self.cpu_time.as_ref().and_then(|c| c.wait_pct())
-    }
-}
-
-/// The whole test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobsRecord {
-    pub schema: String,
-    pub numalab_version: String,
-    pub kernel: Option<String>,
-    pub topology_digest: String,
-    /// Node ids of the machine, for the table's columns.
-    pub nodes: Vec<u32>,
-    pub num_cpus: usize,
-    pub n: u32,
-    /// The arguments each probe ran with.
-    pub probe_args: Vec<String>,
-    pub load: f64,
-    pub elapsed_s: f64,
-    pub average_user_s: f64,
-    pub trace_events: u64,
-    pub lost_events: u64,
-    pub notes: Vec<String>,
-    pub jobs: Vec<Job>,
-    /// `--home` as given ("auto" or a node) and how CPUs followed it
-    /// ("agent", "pin", "float", "sched"); absent without --home.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub home: Option<String>,
-    /// kernel.numa_balancing while the jobs ran (the simulated kernel's for
-    /// --backend sim); absent where it could not be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa_balancing: Option<u8>,
-    /// The load workers' memory policy; absent for the default.
-    #[serde(default, skip_serializing_if = "crate::load::LoadPolicy::is_default")]
-    pub load_policy: crate::load::LoadPolicy,
-    /// The load's duty-cycle period, ms; absent for the default.
-    #[serde(
-        default = "crate::load::default_period_ms",
-        skip_serializing_if = "crate::load::is_default_period_ms"
-    )]
-    pub load_period_ms: f64,
-    /// When each load worker's busy part starts; absent for staggered.
-    #[serde(default, skip_serializing_if = "crate::load::LoadPhases::is_default")]
-    pub load_phases: crate::load::LoadPhases,
-    /// `--backend sim`: the simulation behind the record; absent for a run
-    /// on this machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim: Option<simulated::SimJobsMeta>,
-}
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct JobsSpec {
-    pub n: u32,
-    /// What every job runs.
-    pub probe: crate::probe::ProbeSpec,
-    /// Background load percent on every CPU (0: none).
-    pub load: f64,
-    /// Trace with tracefs (else residency is the probes' self-observation).
-    pub tracefs: Option<Tracefs>,
-    pub buffer_kb: u32,
-    /// Homenodes for the jobs (`--home`).
-    pub home: Option<HomeSpec>,
-    /// `--nb`: kernel.numa_balancing set for the jobs (through the guard).
-    pub nb: Option<u8>,
-    /// The load workers' memory policy.
-    pub load_policy: crate::load::LoadPolicy,
-    /// The load's period (ms) and phases, and the phases' seed.
-    pub load_period_ms: f64,
-    pub load_phases: crate::load::LoadPhases,
-    pub seed: u64,
-}
-
-/// `jobs --home`: every job gets a homenode (one node for all, or chosen
-/// per job like the node-affine scheduler's node_policy), its memory
-/// preferred there, and its CPUs as `cpu` says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HomeSpec {
-    /// `None`: auto.
-    pub node: Option<u32>,
-    pub cpu: HomeCpu,
-}
-
-impl HomeSpec {
-    /// The record's `home`: "auto" or the node, then how CPUs follow it.
-    pub fn label(&self) -> String {
-        format!(
-            "{} {}",
-            self.node.map_or("auto".into(), |n| n.to_string()),
-            self.cpu.name()
-        )
-    }
-}
-
-/// How a job's CPUs follow its homenode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HomeCpu {
-    /// The homenode agent's soft affinity (`numalab home`).
-    Agent,
-    /// Hard pinning to the homenode (numactl --cpunodebind).
-    Pin,
-    /// No CPU placement: only the memory is on the homenode.
-    Float,
-    /// numalab's sched_ext node-affine scheduler, loaded for the batch,
-    /// each job homed on its node (Linux 6.12+ with sched_ext).
-    Sched,
-}
-
-impl HomeCpu {
-    pub fn name(self) -> &'static str {
-        match self {
-            HomeCpu::Agent => "agent",
-            HomeCpu::Pin => "pin",
-            HomeCpu::Float => "float",
-            HomeCpu::Sched => "sched",
-        }
-    }
-}
 
 /// Each job's homenode: the given node, or for auto the node with the
 /// most spare CPU left after the jobs already given one (each job counted
@@ -204,15 +40,15 @@ fn jobs_by_node(homes: &[u32]) -> Vec<(u32, Vec<usize>)> {
     by.into_iter().collect()
 }
 
-/// Runs the jobs; `progress(done, n, elapsed)` after each poll.
-pub fn run(
-    topo: &Topology,
+/// Runs the jobs on `host`'s machine ([`crate::experiment::backend::Backend::jobs`]).
+pub(super) fn run(
+    host: &Host,
     spec: &JobsSpec,
     guard: &mut Guard,
     stop: &Stop,
-    mut progress: impl FnMut(u32, u32, f64),
+    progress: &mut dyn FnMut(u32, u32, f64),
 ) -> anyhow::Result<JobsRecord> {
-    let exe = std::env::current_exe().context("finding the numalab executable")?;
+    let (topo, exe) = (&host.topo, &host.exe);
     if let Some(v) = spec.nb {
         guard.set(crate::sys::state::NUMA_BALANCING, &v.to_string())?;
     }
@@ -232,16 +68,8 @@ pub fn run(
         }
         _ => None,
     };
-    let load = if spec.load > 0.0 {
-        Some(crate::load::Load::start(&crate::load::LoadSpec::new(
-            topo,
-            spec.load,
-            topo.allowed.cpus.intersection(&topo.online_cpus()),
-            spec.load_period_ms,
-            spec.load_policy,
-            spec.load_phases,
-            spec.seed,
-        ))?)
+    let load = if host.load_spec.percent > 0.0 {
+        Some(crate::load::Load::start(&host.load_spec).context("starting the background load")?)
     } else {
         None
     };
@@ -259,7 +87,7 @@ pub fn run(
                     p.cpu = crate::probe::CpuPlacement::Node(homes[i]);
                 }
             }
-            let mut argv: Vec<std::ffi::OsString> = vec![exe.clone().into()];
+            let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
             argv.extend(p.child_argv().iter().map(Into::into));
             argv
         })
@@ -287,17 +115,7 @@ pub fn run(
         }
     }
     let opts = exec::Options {
-        trace: spec.tracefs.as_ref().map(|tfs| {
-            (
-                tfs,
-                LiveSpec {
-                    buffer_kb: spec.buffer_kb,
-                    follow_forks: false,
-                    pages_every: None,
-                    cpus: topo.online_cpus().iter().collect(),
-                },
-            )
-        }),
+        trace: host.trace.as_ref().map(|(tfs, live)| (tfs, live.clone())),
         agents: agents.iter_mut().map(|(a, j)| (a, j.clone())).collect(),
         sched_homes: match (&sched, &job_homes) {
             (Some(s), Some(homes)) => jobs_by_node(homes)
@@ -308,7 +126,7 @@ pub fn run(
         },
         ..Default::default()
     };
-    let batch = exec::run(&exe, &commands, opts, guard, stop, |done, n, t| {
+    let batch = exec::run(exe, &commands, opts, guard, stop, |done, n, t| {
         progress(done as u32, n as u32, t.as_secs_f64())
     })?;
     drop(load);
@@ -472,31 +290,4 @@ pub fn run(
         load_phases: spec.load_phases,
         sim: None,
     })
-}
-
-/// Reads a record written by `numalab jobs --out` (or `--format json`).
-pub fn read_record(path: &std::path::Path) -> anyhow::Result<JobsRecord> {
-    let text = crate::input::read_input_text(path, "jobs record", crate::input::RECORD_LIMIT)?;
-    let rec: JobsRecord = serde_json::from_str(&text).map_err(|e| {
-        crate::error::usage(format!(
-            "{}: not a numalab jobs record: {e}",
-            path.display()
-        ))
-    })?;
-    if rec.schema != SCHEMA {
-        return Err(crate::error::usage(format!(
-            "{}: schema {:?}, expected {SCHEMA:?}",
-            path.display(),
-            rec.schema
-        )));
-    }
-    // A run makes at least one job; a record without any was cut or made
-    // by hand, and an empty table would pass for a result.
-    if rec.jobs.is_empty() {
-        return Err(crate::error::usage(format!(
-            "{}: the jobs record holds no job",
-            path.display()
-        )));
-    }
-    Ok(rec)
 }

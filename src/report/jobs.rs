@@ -3,7 +3,7 @@
 //! text, Markdown and CSV are views of its row model, one [`JobRow`] per
 //! job, through [`crate::table`].
 
-use super::JobsRecord;
+use crate::run::jobs::{Job, JobsRecord};
 use crate::table::Table;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::fmt::Write;
@@ -69,7 +69,7 @@ impl Serialize for JobRow {
 }
 
 impl JobRow {
-    pub fn of(r: &JobsRecord, j: &super::Job) -> JobRow {
+    pub fn of(r: &JobsRecord, j: &Job) -> JobRow {
         JobRow {
             job: j.job,
             pid: j.pid,
@@ -228,7 +228,7 @@ impl crate::table::Render for JobsRecord {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Job, JobsRecord, SCHEMA};
+    use crate::run::jobs::{Job, JobsRecord, SCHEMA};
     use crate::table::Render;
     use std::collections::BTreeMap;
 
