@@ -250,14 +250,6 @@ fn table(lab: &BTreeMap<u64, Row>, sim: &BTreeMap<u64, Row>, dists: &[u32]) -> S
     t
 }
 
-#[test]
-fn smt_balance_follows_the_kernel_release() {
-    assert!(!lab::has_smt_balance("6.1.0-56-amd64"));
-    assert!(lab::has_smt_balance("6.12.117-numalab-pnid"));
-    assert!(lab::has_smt_balance("6.6.0"));
-    assert!(!lab::has_smt_balance("5.15.0-91-generic"));
-}
-
 fn sim_run(case: &Case, dir: &Path, profile: &Path, name: &str) -> (Value, Vec<Value>) {
     let spec = spec(case, case.sim_samples);
     lab::sim_run(case.topology, &spec, profile, &[], &dir.join(name))

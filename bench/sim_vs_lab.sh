@@ -36,16 +36,24 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
 triple=$(rustc -vV | sed -n 's/^host: //p')
 cargo test --release --target "$triple" --test sim_vs_lab --test sim_vs_lab_jobs --no-run
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+smt=
+# The background half runs in its own session (setsid), so stopping the
+# script stops its cargo, test binary and QEMU guest too.
+trap '[ -z "$smt" ] || kill -TERM -- "-$smt" 2>/dev/null; wait; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 start=$(date +%s)
 
 # One guest per host core: the 4-node SMT guest beside the other two.
 run() { cargo test --release --target "$triple" --test "$1" -- --test-threads=1 --nocapture "${@:2}"; }
-run sim_vs_lab 4node_smt >"$tmp/smt.log" 2>&1 &
+setsid cargo test --release --target "$triple" --test sim_vs_lab -- --test-threads=1 --nocapture \
+    4node_smt >"$tmp/smt.log" 2>&1 &
 smt=$!
 rc=0
 run sim_vs_lab --skip 4node_smt >"$tmp/rest.log" 2>&1 || rc=$?
 wait "$smt" || rc=$?
+smt=
 cat "$tmp/smt.log" "$tmp/rest.log"
 echo "bench: run engine against the lab: $(($(date +%s) - start)) s"
 

@@ -245,10 +245,13 @@ fn cpus_interleaved_across_nodes() {
 #[test]
 fn a_static_executable_is_one_without_an_interpreter() {
     let tmp = tempfile::tempdir().unwrap();
-    // An ELF64 little-endian header, program headers at 64, 56 bytes each.
+    // An ELF64 little-endian x86_64 PIE header (ET_DYN, EM_X86_64),
+    // program headers at 64, 56 bytes each.
     let elf = |types: &[u32]| {
         let mut b = vec![0u8; 64];
         b[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1]);
+        b[0x10..0x12].copy_from_slice(&3u16.to_le_bytes());
+        b[0x12..0x14].copy_from_slice(&62u16.to_le_bytes());
         b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
         b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
         b[0x38..0x3a].copy_from_slice(&(types.len() as u16).to_le_bytes());
@@ -271,5 +274,22 @@ fn a_static_executable_is_one_without_an_interpreter() {
     cut.truncate(64 + 58);
     assert!(!at("truncated", &cut));
     assert!(!at("script", b"#!/bin/sh\necho hi\n"));
+    assert!(!at("no program headers", &elf(&[])));
+    let mut arm = elf(&[6, 1]);
+    arm[0x12] = 183; // EM_AARCH64
+    assert!(!at("another machine", &arm));
+    let mut far = elf(&[6, 1]);
+    far[0x20..0x28].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(!at("headers out of range", &far));
     assert!(!lab::is_static_elf(&tmp.path().join("missing")));
+}
+
+/// The simulator's `kernel.smt_balance` follows the guest's kernel release
+/// (group_smt_balance came in 6.6), as bench/sim_vs_lab.rs sets it.
+#[test]
+fn smt_balance_follows_the_kernel_release() {
+    assert!(!lab::has_smt_balance("6.1.0-56-amd64"));
+    assert!(lab::has_smt_balance("6.12.117-numalab-pnid"));
+    assert!(lab::has_smt_balance("6.6.0"));
+    assert!(!lab::has_smt_balance("5.15.0-91-generic"));
 }

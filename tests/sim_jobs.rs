@@ -485,3 +485,52 @@ fn the_loads_period_and_phases_are_the_jobs_records_and_checked_first() {
         assert!(out.is_empty());
     }
 }
+
+/// Found in review before it landed: when `jobs --backend sim` went
+/// through the backend seam it installed the signal handler the host's
+/// jobs need, which the simulation never polls, so Ctrl-C was swallowed
+/// and a long simulation ran to its end. Nothing on this machine changes
+/// under the simulator, so the signal must end it at once.
+#[test]
+fn ctrl_c_ends_a_simulated_jobs_run_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let state = tempfile::tempdir().unwrap();
+    // Minutes of simulation: far longer than the wait below.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args([
+            "jobs",
+            "1024",
+            "--backend",
+            "sim",
+            "--preset",
+            "epyc-7551-8n",
+            "--load",
+            "50",
+            "--size",
+            "256M",
+            "--counts",
+            "200",
+            "--format",
+            "json",
+        ])
+        .env("NUMALAB_STATE_DIR", state.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("still simulating 10 s after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+}

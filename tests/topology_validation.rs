@@ -70,7 +70,26 @@ fn an_asymmetric_distance_matrix_is_accepted_and_never_hangs_the_simulator() {
         let (code, _, err) = numalab_out(&["topo", "--topology", fs], tmp.path());
         assert_eq!(code, 0, "{err}");
         let out = tmp.path().join("d");
-        let args = common::sim_row(["--topology", fs], "2", "4M", out.to_str().unwrap());
+        // The default rows, floating ones included: a pinned probe never
+        // reaches the balancer's cross-node paths a matrix can break.
+        let o = out.to_str().unwrap();
+        let args = [
+            "run",
+            "--backend",
+            "sim",
+            "--topology",
+            fs,
+            "--samples",
+            "2",
+            "--size",
+            "4M",
+            "--counts",
+            "1",
+            "--nb",
+            "0",
+            "--out",
+            o,
+        ];
         let (code, _, err) = numalab_within(&args, tmp.path(), 30);
         if simulates {
             assert_eq!(code, 0, "{dist:?}: {err}");
@@ -204,7 +223,12 @@ proptest! {
         let (code, _, err) = numalab_out(&["topo", "--topology", ps], tmp.path());
         prop_assert_eq!(code, 0, "{}", err);
         let out = tmp.path().join("d");
-        let args = common::sim_row(["--topology", ps], "1", "1M", out.to_str().unwrap());
+        // The default rows (Mem and CPU A, B, F), floating ones included.
+        let o = out.to_str().unwrap();
+        let args = [
+            "run", "--backend", "sim", "--topology", ps, "--samples", "1", "--size", "1M",
+            "--counts", "1", "--nb", "0", "--out", o,
+        ];
         let (code, _, err) = numalab_within(
             &args,
             tmp.path(),

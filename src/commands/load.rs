@@ -60,7 +60,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
         "load: {}% on CPUs {} (period {:.1} ms, {} phases); Ctrl-C to stop",
         spec.percent,
         spec.cpus,
-        spec.period.as_secs_f64() * 1e3,
+        spec.period_ms,
         match spec.phases {
             crate::load::LoadPhases::Staggered => "staggered".to_string(),
             crate::load::LoadPhases::Random => format!("random (seed {})", spec.seed),

@@ -72,7 +72,9 @@ pub struct LoadSpec {
     /// Busy share of each period, 0-100.
     pub percent: f64,
     pub cpus: IdSet,
-    pub period: Duration,
+    /// The duty cycle's period, ms, as given: the simulator takes it as it
+    /// is, the workers as a [`Duration`] ([`LoadSpec::period`]).
+    pub period_ms: f64,
     pub policy: LoadPolicy,
     pub phases: LoadPhases,
     /// Seed of [`LoadPhases::Random`]'s offsets.
@@ -97,11 +99,16 @@ impl LoadSpec {
             places: Place::of(topo, cpus.iter()),
             percent,
             cpus,
-            period: Duration::from_secs_f64(period_ms / 1000.0),
+            period_ms,
             policy,
             phases,
             seed,
         }
+    }
+
+    /// The duty cycle's period (whole nanoseconds).
+    pub fn period(&self) -> Duration {
+        Duration::from_secs_f64(self.period_ms / 1000.0)
     }
 }
 
@@ -226,13 +233,15 @@ impl Load {
             workers: Vec::new(),
             spec: spec.clone(),
         };
-        let period_ns = spec.period.as_nanos() as f64;
+        let period_ns = spec.period().as_nanos() as f64;
         let offsets = spec.phases.offsets_ns(&spec.places, spec.seed, period_ns);
         let epoch = Instant::now();
         for (k, cpu) in spec.cpus.iter().enumerate() {
             let stop = load.stop.clone();
-            let busy = spec.period.mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
-            let period = spec.period;
+            let busy = spec
+                .period()
+                .mul_f64(spec.percent.clamp(0.0, 100.0) / 100.0);
+            let period = spec.period();
             let policy = spec.policy;
             let offset = Duration::from_nanos(offsets[k] as u64);
             let (tx, rx) = std::sync::mpsc::channel();
@@ -354,7 +363,7 @@ mod tests {
             LoadPhases::Random,
             7,
         );
-        assert_eq!(s.period, Duration::from_millis(100));
+        assert_eq!(s.period(), Duration::from_millis(100));
         assert_eq!((s.percent, s.seed, s.cpus.len()), (60.0, 7, 4));
     }
 
@@ -368,7 +377,7 @@ mod tests {
             percent: 0.0,
             places: anywhere(cpus.len()),
             cpus,
-            period: Duration::from_millis(20),
+            period_ms: 20.0,
             policy,
             phases: LoadPhases::Staggered,
             seed: 1,

@@ -3,10 +3,12 @@
 //! The guest needs a static numalab: the one under test when it is static
 //! (scripts/test.sh builds with crt-static), else one built once per test
 //! process into target/lab-static (a separate target dir, so it neither
-//! fights the outer cargo's lock nor invalidates its build). Guests run one at a time: each
-//! already uses both host cores. Where QEMU, a kernel or busybox is missing
-//! the lab tests print SKIPPED with the reason, unless NUMALAB_REQUIRE_TOOLS
-//! is set (CI), where that is a failure.
+//! fights the outer cargo's lock nor invalidates its build). Guests of one
+//! test process run one at a time (each can use both host cores);
+//! scripts/test.sh and bench/sim_vs_lab.sh run several processes side by
+//! side, one single-threaded guest a host core. Where QEMU, a kernel or
+//! busybox is missing the lab tests print SKIPPED with the reason, unless
+//! NUMALAB_REQUIRE_TOOLS is set (CI), where that is a failure.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,35 +49,41 @@ fn missing_tools() -> Option<String> {
 static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 static ONE_GUEST: Mutex<()> = Mutex::new(());
 
-/// Whether the ELF file at `path` is statically linked: no PT_INTERP
-/// program header (the dynamic loader a dynamic executable names).
-/// x86_64 little-endian ELF64 only, what the lab runs.
+/// Whether the file at `path` is a statically linked x86_64 executable:
+/// an ELF64 little-endian executable or PIE (ET_EXEC, ET_DYN) for x86_64
+/// with program headers, none of them PT_INTERP (the dynamic loader a
+/// dynamic executable names). Reads the headers only; anything odd (short,
+/// another machine, offsets out of range) is "not static".
 pub fn is_static_elf(path: &Path) -> bool {
-    let Ok(b) = std::fs::read(path) else {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let Ok(mut f) = std::fs::File::open(path) else {
         return false;
     };
-    let u16_at = |o: usize| {
-        b.get(o..o + 2)
-            .map(|s| u16::from_le_bytes([s[0], s[1]]) as usize)
-    };
-    let u64_at = |o: usize| {
-        b.get(o..o + 8)
-            .map(|s| u64::from_le_bytes(s.try_into().unwrap()) as usize)
-    };
-    // e_ident: magic, ELFCLASS64 (2), little-endian (1).
-    if b.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+    let mut h = [0u8; 64];
+    if f.read_exact(&mut h).is_err() {
         return false;
     }
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
-    else {
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let (e_type, machine) = (u16_at(&h, 0x10), u16_at(&h, 0x12));
+    // e_ident: magic, ELFCLASS64 (2), little-endian (1); EM_X86_64 is 62.
+    if h[..6] != [0x7f, b'E', b'L', b'F', 2, 1] || !(e_type == 2 || e_type == 3) || machine != 62 {
         return false;
-    };
+    }
+    let phoff = u64::from_le_bytes(h[0x20..0x28].try_into().unwrap());
+    let (phentsize, phnum) = (u16_at(&h, 0x36), u16_at(&h, 0x38));
+    // PN_XNUM (0xffff) keeps the count elsewhere: not what a linker makes
+    // of an executable.
+    if phnum == 0 || phnum == 0xffff || phentsize < 4 {
+        return false;
+    }
+    let mut ph = vec![0u8; phentsize * phnum];
+    if f.read_exact_at(&mut ph, phoff).is_err() {
+        return false;
+    }
     const PT_INTERP: u32 = 3;
-    (0..phnum).all(|i| {
-        let o = phoff + i * phentsize;
-        b.get(o..o + 4)
-            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap()) != PT_INTERP)
-    })
+    ph.chunks_exact(phentsize)
+        .all(|e| u32::from_le_bytes(e[..4].try_into().unwrap()) != PT_INTERP)
 }
 
 fn static_binary() -> Result<PathBuf, String> {
@@ -86,8 +94,9 @@ fn static_binary() -> Result<PathBuf, String> {
         // scripts/test.sh builds the tests with crt-static: the numalab
         // they test is then the one the guest needs, and a second release
         // build (nearly two minutes on 2 cores) is not needed.
+        // A debug build would be too slow for the guests' time limits.
         let tested = PathBuf::from(env!("CARGO_BIN_EXE_numalab"));
-        if is_static_elf(&tested) {
+        if !cfg!(debug_assertions) && is_static_elf(&tested) {
             return Ok(tested);
         }
         let target_dir = repo().join("target/lab-static");

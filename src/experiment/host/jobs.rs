@@ -276,7 +276,8 @@ pub(super) fn run(
         n: spec.n,
         // The options, as the table's header shows them (no `probe --json`).
         probe_args: options,
-        load: spec.load,
+        // The load as the jobs ran beside it: the backend's.
+        load: host.load_spec.percent,
         elapsed_s,
         average_user_s,
         trace_events: captured.as_ref().map_or(0, |c| c.events.len() as u64),
@@ -285,9 +286,9 @@ pub(super) fn run(
         jobs: rows,
         home: spec.home.as_ref().map(HomeSpec::label),
         numa_balancing,
-        load_policy: spec.load_policy,
-        load_period_ms: spec.load_period_ms,
-        load_phases: spec.load_phases,
+        load_policy: host.load_spec.policy,
+        load_period_ms: host.load_spec.period_ms,
+        load_phases: host.load_spec.phases,
         sim: None,
     })
 }

@@ -116,10 +116,9 @@ pub(super) fn run(
             forced,
         });
     }
-    let period = load.period.as_nanos() as f64;
+    let period = load.period_ms * 1e6;
     let spans = m.span_count();
-    let load_policy = load.policy;
-    let load = crate::sim::load::LoadModel::shaped(
+    let model = crate::sim::load::LoadModel::shaped(
         &m,
         load.percent,
         period,
@@ -135,7 +134,7 @@ pub(super) fn run(
         },
         migration_cost_ns: MIGRATION_COST_NS,
         scope: s.probe.bind_scope,
-        load_policy,
+        load_policy: load.policy,
         buffer_bytes: s.probe.size.bytes(),
         page_bytes: if s.probe.thp == ThpMode::On {
             2 << 20
@@ -146,7 +145,7 @@ pub(super) fn run(
         iterations: s.probe.counts,
         seed: s.seed,
     };
-    let res = Multi::new(&m, profile, &load, &spec).run();
+    let res = Multi::new(&m, profile, &model, &spec).run();
     let rows: Vec<Job> = res
         .jobs
         .iter()
@@ -184,7 +183,8 @@ pub(super) fn run(
         num_cpus: m.len(),
         n: s.n,
         probe_args: s.probe.options(),
-        load: s.load,
+        // The load as the jobs ran beside it: the backend's.
+        load: load.percent,
         elapsed_s: res.wall_ns as f64 / 1e9,
         average_user_s,
         trace_events: 0,
@@ -193,9 +193,9 @@ pub(super) fn run(
         jobs: rows,
         home: s.home.as_ref().map(HomeSpec::label),
         numa_balancing: Some(nb),
-        load_policy: s.load_policy,
-        load_period_ms: s.load_period_ms,
-        load_phases: s.load_phases,
+        load_policy: load.policy,
+        load_period_ms: load.period_ms,
+        load_phases: load.phases,
         sim: Some(SimJobsMeta {
             model_version: MODEL_VERSION,
             topology_source: source.to_string(),

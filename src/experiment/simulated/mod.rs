@@ -88,7 +88,7 @@ impl Sim {
         load: &LoadSpec,
     ) -> anyhow::Result<Sim> {
         let machine = Machine::new(topo)?;
-        let period = load.period.as_nanos() as f64;
+        let period = load.period_ms * 1e6;
         let (phases, seed) = (load.phases, load.seed);
         Ok(Sim {
             level_spans: machine.level_spans(),
@@ -551,8 +551,9 @@ impl Backend for Sim {
         _guard: &mut Guard,
         progress: &mut dyn FnMut(u32, u32, f64),
     ) -> anyhow::Result<JobsRecord> {
-        // One simulation, seconds at most: no partial progress to show, and
-        // nothing on this machine changes (no guard, no signal to heed).
+        // One simulation: no partial progress to show, nothing on this
+        // machine changes (no guard), and no stop to poll (the command
+        // leaves the signals' default, which ends the process).
         let rec = jobs::run(
             &self.topo,
             &self.source,
