@@ -71,7 +71,7 @@ pub fn run(sysfs_root: &Path, a: &JobsArgs) -> anyhow::Result<()> {
         // put back.
         let stop = Stop::on_signals()?;
         let mut guard = Guard::new(lock, Path::new(""));
-        let load = spec.load_spec(&topo, topo.allowed.cpus.intersection(&topo.online_cpus()));
+        let load = spec.load_spec(&topo, topo.usable_cpus());
         let mut backend = Host::new(&topo, load, None)?;
         if !a.no_trace {
             let tfs = Tracefs::locate(&mut guard).map_err(no_tracing)?;

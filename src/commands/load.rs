@@ -45,7 +45,7 @@ pub fn spec(
 
 pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let topo = crate::cli::MachineSource::host(sysfs_root).load()?;
-    let allowed = topo.allowed.cpus.intersection(&topo.online_cpus());
+    let allowed = topo.usable_cpus();
     let spec = spec(&topo, a, &allowed)?;
     if let Some(d) = a.duration {
         if d.is_nan() || d <= 0.0 {

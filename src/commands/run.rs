@@ -78,7 +78,7 @@ pub fn run(sysfs_root: &Path, a: &RunArgs) -> anyhow::Result<()> {
     let lock = StateLock::acquire(&state::state_dir()?, "numalab run")?;
     lock.refuse_if_unfinished()?;
     let stop = Stop::on_signals()?;
-    let load = spec.load_spec(&topo, topo.allowed.cpus.intersection(&topo.online_cpus()));
+    let load = spec.load_spec(&topo, topo.usable_cpus());
     let mut backend = Host::new(&topo, load, a.pnid_prctl.clone())?;
     if via_agent {
         backend.pnid_via_agent();

@@ -260,6 +260,11 @@ impl Topology {
             .map(|c| c.id)
             .collect()
     }
+    /// The online CPUs this process may run on (its cpuset): where the
+    /// background load of `load`, `run` and `jobs` runs on this machine.
+    pub fn usable_cpus(&self) -> IdSet {
+        self.allowed.cpus.intersection(&self.online_cpus())
+    }
     pub fn offline_cpus(&self) -> IdSet {
         self.cpus
             .iter()
