@@ -260,7 +260,7 @@ impl Backend for Host {
             ),
             _ => None,
         };
-        let load = if spec.load > 0.0 {
+        let load = if self.load_spec.percent > 0.0 {
             Some(Load::start(&self.load_spec).context("starting the background load")?)
         } else {
             None
