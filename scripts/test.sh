@@ -60,9 +60,9 @@ echo "test.sh: phase 1: unit, integration and doc tests"
 # kernel built instead of waiting for it in a lane. Among each group,
 # longest first (times on CI's 2-core machine with the kernel cached:
 # lab_pnid_run 200 s, lab_run 90, lab_pnid_load 80, lab_sched 70, lab_topo
-# 70, lab_trace 40, lab_probe 30, lab_load_policy 25, lab_home 15). A lab
-# test not listed here runs after these.
-order=(lab_pnid lab_run lab_topo lab_trace lab_probe lab_load_policy lab_home
+# 70, lab_groups 60, lab_trace 40, lab_probe 30, lab_load_policy 25,
+# lab_home 15). A lab test not listed here runs after these.
+order=(lab_pnid lab_run lab_topo lab_groups lab_trace lab_probe lab_load_policy lab_home
     lab_pnid_run lab_pnid_load lab_sched)
 queue=()
 for t in "${order[@]}"; do

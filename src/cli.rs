@@ -109,6 +109,11 @@ pub enum Command {
     /// `numalab sched --home 1 -- CMD...`, `numalab sched --policy exec --duration 60`.
     Sched(SchedArgs),
 
+    /// Internal: a threaded probe's timeline sampler, its own process (see
+    /// `probe::timeline`); its spec as JSON.
+    #[command(name = "__timeline", hide = true)]
+    Timeline { spec_json: String },
+
     /// Internal: wait for numalab's tracer, then exec COMMAND.
     #[command(name = "__gate", hide = true)]
     Gate {
@@ -525,12 +530,32 @@ pub struct ProbeArgs {
     #[arg(long, value_enum, default_value = "buffer")]
     pub bind_scope: crate::sys::numa::PolicyScope,
 
+    /// Run the access kernel in this many threads at once (NUMA
+    /// balancing's task grouping, swaps and pseudo-interleaving act on
+    /// threads that share memory); --size is then the whole workload's
+    /// memory, split as --sharing says.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=crate::probe::MAX_THREADS as i64))]
+    pub threads: u32,
+
+    /// What the threads' accesses go over: `shared` (one array, every
+    /// thread all of it; the default), `private` (each thread its own
+    /// part, first touched by it, sharing no written page), or `mix:P`
+    /// (P% of the memory and of each thread's accesses shared).
+    #[arg(long, value_name = "shared|private|mix:P", requires = "threads")]
+    pub sharing: Option<crate::probe::Sharing>,
+
+    /// With --threads: milliseconds between samples of every thread's NUMA
+    /// state and every array's pages per node (0: none).
+    #[arg(long, default_value_t = crate::probe::Threads::DEFAULT_TIMELINE_MS, value_name = "MS")]
+    pub timeline_ms: u32,
+
     /// The whole spec as JSON: how `run` and `jobs` hand a child probe its
     /// spec (`ProbeSpec::child_argv`), not a user option.
     #[arg(long, hide = true, value_name = "JSON",
           conflicts_with_all = ["pattern", "size", "counts", "min_time", "cpunodebind",
               "membind", "preferred", "interleave", "pnid", "pnid_prctl", "thp",
-              "observe_every", "bind_scope"])]
+              "observe_every", "bind_scope", "threads", "sharing", "timeline_ms"])]
     pub spec_json: Option<String>,
 
     /// Print one JSON record (schema numalab.probe/1) instead of the summary.

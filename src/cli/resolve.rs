@@ -9,7 +9,7 @@
 use super::{BackendArgs, JobsArgs, ProbeArgs, RunArgs, TopologySource};
 use crate::error::usage;
 use crate::idset::IdSet;
-use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec};
+use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec, Sharing, Threads};
 use crate::run::jobs::{HomeSpec, JobsSpec};
 use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::topology::sysfs::{read_topology, SysRoot};
@@ -115,6 +115,11 @@ impl ProbeArgs {
                 .map_err(|e| usage(format!("--spec-json: not a probe spec: {e}")));
         }
         let a = self;
+        if a.threads == 1 && a.sharing.is_some() {
+            return Err(usage(
+                "--sharing needs --threads 2 or more: one thread shares with no one",
+            ));
+        }
         let mem = if let Some(n) = a.membind {
             MemPlacement::Bind(n)
         } else if let Some(n) = a.preferred {
@@ -138,6 +143,11 @@ impl ProbeArgs {
             thp: a.thp,
             observe_every: a.observe_every,
             bind_scope: a.bind_scope,
+            threads: (a.threads > 1).then_some(Threads {
+                count: a.threads,
+                sharing: a.sharing.unwrap_or(Sharing::Shared),
+                timeline_ms: a.timeline_ms,
+            }),
         })
     }
 }
@@ -222,6 +232,20 @@ impl RunArgs {
         }
         if let Some(v) = a.bind_scope {
             spec.probe.bind_scope = v;
+        }
+        if let Some(count) = a.threads {
+            let t = spec.probe.threads;
+            spec.probe.threads = Some(Threads {
+                count,
+                sharing: a
+                    .sharing
+                    .or(t.map(|t| t.sharing))
+                    .unwrap_or(Sharing::Shared),
+                timeline_ms: a
+                    .timeline_ms
+                    .or(t.map(|t| t.timeline_ms))
+                    .unwrap_or(Threads::DEFAULT_TIMELINE_MS),
+            });
         }
         if let Some(v) = a.load_policy {
             spec.load_policy = v;
@@ -344,7 +368,14 @@ impl JobsArgs {
                 })
             }
         };
+        if home.is_some() && probe.threads.is_some() {
+            return Err(usage(
+                "--home with a threaded probe (--threads after `--`): the homenode mechanisms \
+                 follow one task per job; run threaded jobs without --home",
+            ));
+        }
         if simulated {
+            crate::experiment::simulated::check_probe(probe.threads)?;
             crate::experiment::simulated::jobs::check(home.as_ref())?;
             if probe.pnid_prctl.is_some() {
                 return Err(usage(
@@ -411,6 +442,7 @@ mod tests {
             thp: ThpMode::Off,
             observe_every: 0,
             bind_scope: PolicyScope::Buffer,
+            threads: None,
         };
         let specs = [
             base.clone(),

@@ -39,7 +39,7 @@ pub struct RunArgs {
               "nodes", "samples", "precision", "min_samples", "max_samples", "quick", "load",
               "migration_cost_ns", "nb", "pnid", "mem", "cpu", "pattern", "size", "counts",
               "bind_scope", "load_policy", "load_period_ms", "load_phases", "seed", "trace",
-              "knob"])]
+              "knob", "threads", "sharing", "timeline_ms"])]
     pub resume: Option<PathBuf>,
 
     /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
@@ -117,6 +117,22 @@ pub struct RunArgs {
     /// Probe outer iterations.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub counts: Option<u32>,
+
+    /// Run the probe as this many threads (see `probe --threads`); --size
+    /// is then the whole workload's memory. The simulator refuses it: it
+    /// models no NUMA balancing group, swap or pseudo-interleaving.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=crate::probe::MAX_THREADS as i64))]
+    pub threads: Option<u32>,
+
+    /// With --threads: what they share (`shared`, `private`, `mix:P`; see
+    /// `probe --sharing`).
+    #[arg(long, value_name = "shared|private|mix:P", requires = "threads")]
+    pub sharing: Option<crate::probe::Sharing>,
+
+    /// With --threads: milliseconds between timeline samples (0: none).
+    #[arg(long, value_name = "MS", requires = "threads")]
+    pub timeline_ms: Option<u32>,
 
     /// What a Mem row's memory policy covers: `buffer` (mbind, the default)
     /// or `process` (set_mempolicy, as `numactl --membind`): see `probe

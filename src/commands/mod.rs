@@ -37,6 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Generate { what, subcommand } => {
             crate::cli::generate(what, subcommand.as_deref(), &mut std::io::stdout().lock())
         }
+        Command::Timeline { spec_json } => crate::probe::timeline::sampler_main(&spec_json),
         Command::Gate { command } => {
             let e = crate::sys::wait_at_gate_and_exec(&command);
             Err(crate::error::usage(format!(

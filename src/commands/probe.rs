@@ -26,11 +26,14 @@ pub fn run(sysfs_root: &Path, args: &ProbeArgs) -> anyhow::Result<()> {
         None => format!("/{}", spec.counts),
         Some(ns) => format!(" (at least {}, and {} s)", spec.counts, ns as f64 / 1e9),
     };
-    let record = probe::run::run(&validated, &topo, |i, ns| {
-        if !quiet {
-            eprintln!("  iteration {}{of}: {:.3} s", i + 1, ns as f64 / 1e9);
-        }
-    })?;
+    let record = match spec.threads {
+        None => probe::run::run(&validated, &topo, |i, ns| {
+            if !quiet {
+                eprintln!("  iteration {}{of}: {:.3} s", i + 1, ns as f64 / 1e9);
+            }
+        })?,
+        Some(t) => probe::threads::run(&validated, &topo, t, !quiet)?,
+    };
     if args.json {
         println!("{}", serde_json::to_string(&record)?);
     } else {

@@ -152,6 +152,7 @@ fn run_sim(sysfs_root: &Path, a: &RunArgs, resumed: Option<record::RunMeta>) -> 
             }
             let spec = a.spec()?;
             spec.rows(&topo)?;
+            crate::experiment::simulated::check_probe(spec.probe.threads)?;
             let dir = a.out.clone().unwrap_or_else(default_out);
             record::check_new_run_dir(&dir)?;
             (dir, spec, topo, source, profile)

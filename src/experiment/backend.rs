@@ -253,5 +253,6 @@ pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         thp: p.thp,
         observe_every: p.observe_every,
         bind_scope: p.bind_scope,
+        threads: p.threads,
     }
 }

@@ -20,11 +20,13 @@ pub mod compare;
 pub mod jobs;
 pub mod layout;
 pub mod style;
+pub mod timeline;
 pub mod times;
 pub mod traced;
 
 use crate::compare::LoadedRun;
 use crate::error::usage;
+use crate::probe::record::ProbeRecord;
 use crate::run::jobs::JobsRecord;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -40,13 +42,18 @@ pub enum Input {
         path: PathBuf,
         record: Box<JobsRecord>,
     },
+    /// A threaded probe's record, with its timeline.
+    Probe {
+        path: PathBuf,
+        record: Box<ProbeRecord>,
+    },
 }
 
 impl Input {
     fn path(&self) -> &Path {
         match self {
             Input::Run(r) => &r.dir,
-            Input::Jobs { path, .. } => path,
+            Input::Jobs { path, .. } | Input::Probe { path, .. } => path,
         }
     }
 }
@@ -56,7 +63,7 @@ impl Input {
 pub fn load(path: &Path) -> anyhow::Result<Input> {
     let m = std::fs::metadata(path).map_err(|e| {
         usage(format!(
-            "{}: {e} (give a run directory or a `numalab jobs -o` record)",
+            "{}: {e} (give a run directory, a `numalab jobs -o` record or a `numalab probe --threads N --json` record)",
             path.display()
         ))
     })?;
@@ -71,9 +78,24 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
         }
         Ok(Input::Run(Box::new(run)))
     } else {
+        let text = crate::input::read_input_text(path, "record", crate::input::RECORD_LIMIT)?;
+        if crate::probe::record::schema_of(&text).as_deref() == Some(crate::probe::record::SCHEMA) {
+            let record = crate::probe::record::read_record(path)?;
+            if record.timeline.as_ref().is_none_or(|t| t.points.is_empty()) {
+                return Err(usage(format!(
+                    "{}: the probe record has no timeline to plot (record one with \
+                     `numalab probe --threads N --json`, --timeline-ms above 0)",
+                    path.display()
+                )));
+            }
+            return Ok(Input::Probe {
+                path: path.to_path_buf(),
+                record: Box::new(record),
+            });
+        }
         let record = crate::run::jobs::read_record(path).map_err(|e| {
             usage(format!(
-                "{e:#} ({} is a file: plot reads run directories and `numalab jobs -o` records)",
+                "{e:#} ({} is a file: plot reads run directories, `numalab jobs -o` records and threaded probe records)",
                 path.display()
             ))
         })?;
@@ -151,6 +173,13 @@ pub fn figures(inputs: Vec<Input>) -> anyhow::Result<Vec<Figure>> {
                 name: format!("{stem}-residency.svg"),
                 svg: jobs::draw(path, record)?,
             }),
+            Input::Probe { path, record } => {
+                let tl = record.timeline.as_ref().expect("load checked the timeline");
+                out.push(Figure {
+                    name: format!("{stem}-timeline.svg"),
+                    svg: timeline::draw(path, record, tl)?,
+                })
+            }
         }
     }
     for input in inputs {

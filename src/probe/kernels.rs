@@ -19,6 +19,8 @@
 
 use crate::sys::Buffer;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The multiplier of xorshift64* (Vigna), as in refprobe.c.
 const XS_MUL: u64 = 0x2545_F491_4F6C_DD1D;
@@ -69,73 +71,63 @@ fn xorshift(x: &mut u64) -> u64 {
     x.wrapping_mul(XS_MUL)
 }
 
-/// The buffers of one pattern and its position, ready to run.
-pub struct Kernel {
+/// The mappings of one pattern: `a` (the permutation for chase), and for
+/// gather-add `b[]` then `ix[]` in a second mapping.
+pub struct Arrays {
     pattern: Pattern,
-    /// Main array (`a` for gather-add, the permutation for chase).
     a: Buffer,
-    /// gather-add only: `b[]` then `ix[]`, in one mapping.
     bix: Option<Buffer>,
-    /// Elements touched per pass.
+    /// Elements: a[]'s words (b[]'s and ix[]'s for gather-add).
     n: usize,
-    x: u64,
-    pos: usize,
 }
 
-impl Kernel {
-    /// Maps the buffers for `pattern` in `bytes` total, untouched, so the
-    /// caller can set memory policy and THP advice first.
-    pub fn map(pattern: Pattern, bytes: usize) -> std::io::Result<Kernel> {
-        let (a, bix, n) = match pattern {
-            Pattern::GatherAdd => {
-                let n = pattern.accesses_per_pass(bytes as u64) as usize;
-                (Buffer::map(n * 8)?, Some(Buffer::map(n * 16)?), n)
-            }
-            _ => {
-                let a = Buffer::map(bytes)?;
-                let n = a.words();
-                (a, None, n)
+impl Arrays {
+    /// Maps the arrays for `pattern` in `bytes` total, untouched, so the
+    /// caller can set memory policy and THP advice first; each mapping
+    /// starts at and spans a multiple of `align` (a page, or the huge page
+    /// size for buffers of their own: see [`Buffer::map_aligned`]).
+    pub fn map(pattern: Pattern, bytes: usize, align: usize) -> std::io::Result<Arrays> {
+        let map = |b: usize| {
+            if align <= 4096 {
+                Buffer::map(b)
+            } else {
+                Buffer::map_aligned(b, align)
             }
         };
-        Ok(Kernel {
-            pattern,
-            a,
-            bix,
-            n,
-            x: SEED,
-            pos: 0,
-        })
+        let n = pattern.accesses_per_pass(bytes as u64) as usize;
+        let (a, bix) = match pattern {
+            Pattern::GatherAdd => (map(n * 8)?, Some(map(n * 16)?)),
+            _ => (map(n * 8)?, None),
+        };
+        Ok(Arrays { pattern, a, bix, n })
     }
 
-    pub fn pattern(&self) -> Pattern {
-        self.pattern
-    }
-    /// Accesses in one pass of the inner loop.
-    pub fn accesses_per_pass(&self) -> usize {
-        self.n
-    }
     /// The mappings, for memory policy, THP advice and page read-back.
     pub fn buffers(&self) -> Vec<&Buffer> {
         std::iter::once(&self.a).chain(self.bix.as_ref()).collect()
     }
-    pub fn total_bytes(&self) -> usize {
-        self.buffers().iter().map(|b| b.bytes()).sum()
+
+    /// The (address, bytes) ranges the pattern uses, for page read-back
+    /// (an aligned mapping's tail past them is never touched).
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        let mut r = vec![(self.a.addr(), self.n * 8)];
+        if let Some(m) = &self.bix {
+            r.push((m.addr(), self.n * 16));
+        }
+        r
     }
 
-    /// The untimed warm-up: writes every word once (first touch, under the
-    /// memory policy already set) and builds `ix[]` or the permutation.
-    pub fn warm_up(&mut self) {
+    /// The untimed first touch: writes every word the pattern uses (under
+    /// the memory policy already set) and builds `ix[]` or the permutation.
+    pub fn init(&mut self) {
         let n = self.n;
+        let a = &mut self.a.as_mut_slice()[..n];
+        for (i, w) in a.iter_mut().enumerate() {
+            *w = i as u64;
+        }
         match self.pattern {
-            Pattern::RandRw | Pattern::SeqRw => {
-                for (i, w) in self.a.as_mut_slice().iter_mut().enumerate() {
-                    *w = i as u64;
-                }
-            }
+            Pattern::RandRw | Pattern::SeqRw => {}
             Pattern::GatherAdd => {
-                for (i, w) in self.a.as_mut_slice().iter_mut().enumerate() {
-                    *w = i as u64;
-                }
                 let mut x = SEED;
                 let bix = self
                     .bix
@@ -149,10 +141,6 @@ impl Kernel {
                 }
             }
             Pattern::Chase => {
-                let a = self.a.as_mut_slice();
-                for (i, w) in a.iter_mut().enumerate() {
-                    *w = i as u64;
-                }
                 // Sattolo: a single cycle through every element.
                 let mut x = SEED;
                 for i in (1..n).rev() {
@@ -161,25 +149,179 @@ impl Kernel {
                 }
             }
         }
-        self.x = SEED;
-        self.pos = 0;
+    }
+}
+
+/// Arrays that several threads' kernels work on at once, after one
+/// [`Arrays::init`] by the thread that built them.
+pub struct SharedArrays(Arrays);
+
+// SAFETY: once shared, the words are reached only through the kernels'
+// raw pointers with relaxed atomic loads and stores (`Relaxed` below), so
+// threads touching the same word is no data race; the mappings live as
+// long as the last Arc.
+unsafe impl Sync for SharedArrays {}
+// SAFETY: as above; the mappings are plain memory, owned by no thread.
+unsafe impl Send for SharedArrays {}
+
+impl SharedArrays {
+    pub fn new(arrays: Arrays) -> SharedArrays {
+        SharedArrays(arrays)
+    }
+    pub fn buffers(&self) -> Vec<&Buffer> {
+        self.0.buffers()
+    }
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        self.0.ranges()
+    }
+    /// Elements of a pass over the whole arrays.
+    pub fn accesses_per_pass(&self) -> usize {
+        self.0.n
+    }
+}
+
+/// Who else may touch the kernel's words.
+enum Words {
+    Own(Arrays),
+    Shared(Arc<SharedArrays>),
+}
+
+/// One thread's kernel: its arrays (its own, or shared) and its position.
+pub struct Kernel {
+    pattern: Pattern,
+    words: Words,
+    a: *mut u64,
+    /// gather-add: b[] (the first `n` words of the second mapping) and ix[].
+    b: *const u64,
+    ix: *const u64,
+    n: usize,
+    x: u64,
+    pos: usize,
+    start: (u64, usize),
+}
+
+// SAFETY: the kernel's pointers are into mappings it owns (`Words::Own`,
+// moved with it) or shares through an Arc and reaches only atomically.
+unsafe impl Send for Kernel {}
+
+/// The generator state and start position of thread `index` of `of`: the
+/// classic single probe's for index 0; further threads start elsewhere
+/// in the arrays and draw other random indexes, so threads on one array
+/// do not walk it in lockstep.
+fn start_of(index: usize, of: usize, n: usize) -> (u64, usize) {
+    let x = if index == 0 {
+        SEED
+    } else {
+        SEED.wrapping_add((index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)) | 1
+    };
+    (x, (index as u128 * n as u128 / of.max(1) as u128) as usize)
+}
+
+impl Kernel {
+    /// A kernel over arrays of its own, mapped for `bytes` and untouched,
+    /// so the caller can set memory policy and THP advice first.
+    pub fn map(pattern: Pattern, bytes: usize) -> std::io::Result<Kernel> {
+        Ok(Kernel::own(Arrays::map(pattern, bytes, 4096)?, 0, 1))
+    }
+
+    /// A kernel over `arrays`, mapped and not yet touched, as thread `index`
+    /// of `of`: [`warm_up`](Kernel::warm_up) touches them first.
+    pub fn own(arrays: Arrays, index: usize, of: usize) -> Kernel {
+        let start = start_of(index, of, arrays.n);
+        Kernel::new(Words::Own(arrays), start)
+    }
+
+    /// Thread `index` of `of` on arrays every thread shares (initialised).
+    pub fn share(arrays: &Arc<SharedArrays>, index: usize, of: usize) -> Kernel {
+        let start = start_of(index, of, arrays.0.n);
+        Kernel::new(Words::Shared(arrays.clone()), start)
+    }
+
+    fn new(words: Words, start: (u64, usize)) -> Kernel {
+        let arrays = match &words {
+            Words::Own(a) => a,
+            Words::Shared(s) => &s.0,
+        };
+        let (b, ix) = match &arrays.bix {
+            Some(m) => {
+                let p = m.as_ptr() as *const u64;
+                // SAFETY: the second mapping holds 2n words: b[] then ix[].
+                (p, unsafe { p.add(arrays.n) })
+            }
+            None => (std::ptr::null(), std::ptr::null()),
+        };
+        Kernel {
+            pattern: arrays.pattern,
+            a: arrays.a.as_ptr(),
+            b,
+            ix,
+            n: arrays.n,
+            x: start.0,
+            pos: start.1,
+            start,
+            words,
+        }
+    }
+
+    pub fn pattern(&self) -> Pattern {
+        self.pattern
+    }
+    /// Accesses in one pass of the inner loop.
+    pub fn accesses_per_pass(&self) -> usize {
+        self.n
+    }
+    /// The mappings, for memory policy, THP advice and page read-back.
+    pub fn buffers(&self) -> Vec<&Buffer> {
+        match &self.words {
+            Words::Own(a) => a.buffers(),
+            Words::Shared(s) => s.buffers(),
+        }
+    }
+    /// The (address, bytes) ranges the kernel's accesses cover.
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        match &self.words {
+            Words::Own(a) => a.ranges(),
+            Words::Shared(s) => s.ranges(),
+        }
+    }
+    pub fn total_bytes(&self) -> usize {
+        self.buffers().iter().map(|b| b.bytes()).sum()
+    }
+
+    /// The untimed warm-up of arrays of its own (first touch, under the
+    /// memory policy already set); shared arrays were initialised by the
+    /// thread that built them.
+    pub fn warm_up(&mut self) {
+        if let Words::Own(a) = &mut self.words {
+            a.init();
+        }
+        (self.x, self.pos) = self.start;
     }
 
     /// Runs `count` accesses and returns a value depending on all of them.
     #[inline]
     pub fn run(&mut self, count: usize) -> u64 {
+        if matches!(self.words, Words::Shared(_)) {
+            self.run_with::<Relaxed>(count)
+        } else {
+            self.run_with::<Plain>(count)
+        }
+    }
+
+    #[inline(always)]
+    fn run_with<A: Access>(&mut self, count: usize) -> u64 {
         match self.pattern {
-            Pattern::RandRw if self.n.is_power_of_two() => self.rand_rw::<true>(count),
-            Pattern::RandRw => self.rand_rw::<false>(count),
-            Pattern::SeqRw => self.seq_rw(count),
-            Pattern::GatherAdd => self.gather_add(count),
-            Pattern::Chase => self.chase(count),
+            Pattern::RandRw if self.n.is_power_of_two() => self.rand_rw::<A, true>(count),
+            Pattern::RandRw => self.rand_rw::<A, false>(count),
+            Pattern::SeqRw => self.seq_rw::<A>(count),
+            Pattern::GatherAdd => self.gather_add::<A>(count),
+            Pattern::Chase => self.chase::<A>(count),
         }
     }
 
     #[inline(never)]
-    fn rand_rw<const POW2: bool>(&mut self, count: usize) -> u64 {
-        let p = self.a.as_mut_slice().as_mut_ptr();
+    fn rand_rw<A: Access, const POW2: bool>(&mut self, count: usize) -> u64 {
+        let p = self.a;
         let (n, mask) = (self.n, self.n as u64 - 1);
         let mut x = self.x;
         let mut sum = 0u64;
@@ -193,8 +335,8 @@ impl Kernel {
             // SAFETY: j < n (masked to a power of two n, or reduced into
             // 0..n), and p points at n initialised words.
             unsafe {
-                let v = *p.add(j);
-                *p.add(j) = v.wrapping_add(1);
+                let v = A::load(p.add(j));
+                A::store(p.add(j), v.wrapping_add(1));
                 sum = sum.wrapping_add(v);
             }
         }
@@ -203,39 +345,37 @@ impl Kernel {
     }
 
     #[inline(never)]
-    fn seq_rw(&mut self, count: usize) -> u64 {
-        let a = self.a.as_mut_slice();
+    fn seq_rw<A: Access>(&mut self, count: usize) -> u64 {
+        let (p, n) = (self.a, self.n);
         let mut sum = 0u64;
         let mut left = count;
         while left > 0 {
-            let end = (self.pos + left).min(a.len());
-            for w in &mut a[self.pos..end] {
-                let v = *w;
-                *w = v.wrapping_add(1);
-                sum = sum.wrapping_add(v);
+            let end = (self.pos + left).min(n);
+            for i in self.pos..end {
+                // SAFETY: i < end <= n words.
+                unsafe {
+                    let v = A::load(p.add(i));
+                    A::store(p.add(i), v.wrapping_add(1));
+                    sum = sum.wrapping_add(v);
+                }
             }
             left -= end - self.pos;
-            self.pos = if end == a.len() { 0 } else { end };
+            self.pos = if end == n { 0 } else { end };
         }
         sum
     }
 
     #[inline(never)]
-    fn gather_add(&mut self, count: usize) -> u64 {
-        let n = self.n;
-        let a = self.a.as_mut_slice().as_mut_ptr();
-        let bix = self
-            .bix
-            .as_ref()
-            .expect("gather-add has b and ix")
-            .as_slice();
-        let (b, ix) = bix.split_at(n);
+    fn gather_add<A: Access>(&mut self, count: usize) -> u64 {
+        let (n, a, b, ix) = (self.n, self.a, self.b, self.ix);
         let mut i = self.pos;
         for _ in 0..count {
-            let k = ix[i] as usize;
-            // SAFETY: every ix[] entry was reduced into 0..n in warm_up.
+            // SAFETY: i < n, b[] and ix[] hold n words each, and every ix[]
+            // entry was reduced into 0..n by Arrays::init.
             unsafe {
-                *a.add(k) = (*a.add(k)).wrapping_add(b[i]);
+                let k = A::load(ix.add(i)) as usize;
+                let v = A::load(a.add(k));
+                A::store(a.add(k), v.wrapping_add(A::load(b.add(i))));
             }
             i += 1;
             if i == n {
@@ -244,19 +384,71 @@ impl Kernel {
         }
         self.pos = i;
         // SAFETY: pos < n.
-        unsafe { *a.add(self.pos) }
+        unsafe { A::load(a.add(self.pos)) }
     }
 
     #[inline(never)]
-    fn chase(&mut self, count: usize) -> u64 {
-        let a = self.a.as_slice().as_ptr();
+    fn chase<A: Access>(&mut self, count: usize) -> u64 {
+        let a = self.a;
         let mut p = self.pos;
         for _ in 0..count {
-            // SAFETY: the array is a permutation of 0..n built in warm_up.
-            p = unsafe { *a.add(p) } as usize;
+            // SAFETY: the array is a permutation of 0..n built by init.
+            p = unsafe { A::load(a.add(p)) } as usize;
         }
         self.pos = p;
         p as u64
+    }
+
+    /// The words of `a[]`, for tests.
+    #[cfg(test)]
+    fn a_words(&self) -> Vec<u64> {
+        // SAFETY: n initialised words; tests run no other thread on them.
+        (0..self.n)
+            .map(|i| unsafe { Relaxed::load(self.a.add(i)) })
+            .collect()
+    }
+}
+
+/// How a kernel reads and writes a word: plainly when the words are its
+/// own, with relaxed atomics when other threads may touch the same word
+/// at once (on x86-64 the same `mov`s; what changes is that the compiler
+/// may no longer vectorise or merge them, and that it is not a data race).
+trait Access {
+    /// # Safety
+    /// `p` points at a live, aligned word.
+    unsafe fn load(p: *const u64) -> u64;
+    /// # Safety
+    /// As for `load`, and writable.
+    unsafe fn store(p: *mut u64, v: u64);
+}
+
+struct Plain;
+struct Relaxed;
+
+impl Access for Plain {
+    #[inline(always)]
+    unsafe fn load(p: *const u64) -> u64 {
+        // SAFETY: the caller's contract; the words are this kernel's alone.
+        unsafe { p.read() }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u64, v: u64) {
+        // SAFETY: as above.
+        unsafe { p.write(v) }
+    }
+}
+
+impl Access for Relaxed {
+    #[inline(always)]
+    unsafe fn load(p: *const u64) -> u64 {
+        // SAFETY: the caller's contract; every access to shared words is
+        // atomic, so this is no data race.
+        unsafe { AtomicU64::from_ptr(p as *mut u64).load(Ordering::Relaxed) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u64, v: u64) {
+        // SAFETY: as above.
+        unsafe { AtomicU64::from_ptr(p).store(v, Ordering::Relaxed) }
     }
 }
 
@@ -287,9 +479,9 @@ mod tests {
         for words in [1024usize, 1000] {
             let mut k = Kernel::map(Pattern::RandRw, words * 8).unwrap();
             k.warm_up();
-            let before: u64 = k.a.as_slice().iter().sum();
+            let before: u64 = k.a_words().iter().sum();
             k.run(5000);
-            let after: u64 = k.a.as_slice().iter().sum();
+            let after: u64 = k.a_words().iter().sum();
             assert_eq!(after - before, 5000, "words {words}");
         }
     }
@@ -311,15 +503,56 @@ mod tests {
         let mut k = Kernel::map(Pattern::SeqRw, 8 * 100).unwrap();
         k.warm_up();
         k.run(250);
-        let s: u64 = k.a.as_slice().iter().sum();
+        let s: u64 = k.a_words().iter().sum();
         assert_eq!(s, (0..100).sum::<u64>() + 250);
 
         let mut g = Kernel::map(Pattern::GatherAdd, 24 * 64).unwrap();
         g.warm_up();
-        let before: u64 = g.a.as_slice().iter().sum();
+        let before: u64 = g.a_words().iter().sum();
         g.run(64);
-        let after: u64 = g.a.as_slice().iter().sum();
+        let after: u64 = g.a_words().iter().sum();
         let b: u64 = (0..64u64).map(|i| i & 0xff).sum();
         assert_eq!(after - before, b);
+    }
+
+    /// Threads on shared arrays: every access of every thread lands (the
+    /// relaxed stores are racy in value, as the workload means them to be,
+    /// so only a lower bound on the increments holds), and each thread
+    /// starts at its own place.
+    #[test]
+    fn threads_share_arrays_and_start_apart() {
+        let mut arrays = Arrays::map(Pattern::SeqRw, 8 * 4096, 4096).unwrap();
+        arrays.init();
+        let shared = Arc::new(SharedArrays::new(arrays));
+        let ks: Vec<Kernel> = (0..4).map(|i| Kernel::share(&shared, i, 4)).collect();
+        assert_eq!(
+            ks.iter().map(|k| k.pos).collect::<Vec<_>>(),
+            vec![0, 1024, 2048, 3072]
+        );
+        assert_eq!(ks[0].x, SEED, "thread 0 is the classic probe");
+        let before: u64 = ks[0].a_words().iter().sum();
+        std::thread::scope(|s| {
+            for mut k in ks {
+                s.spawn(move || k.run(1024));
+            }
+        });
+        let k = Kernel::share(&shared, 0, 1);
+        let after: u64 = k.a_words().iter().sum();
+        // Four disjoint quarters: no two threads wrote one word.
+        assert_eq!(after - before, 4096);
+    }
+
+    #[test]
+    fn aligned_arrays_span_whole_huge_pages() {
+        let a = Arrays::map(Pattern::RandRw, 3 << 20, 2 << 20).unwrap();
+        let b = a.buffers()[0];
+        assert_eq!(b.addr() % (2 << 20), 0);
+        assert_eq!(b.bytes(), 4 << 20);
+        let k = Kernel::own(a, 0, 1);
+        assert_eq!(
+            k.accesses_per_pass(),
+            (3 << 20) / 8,
+            "passes cover the asked bytes"
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! [`UsageError`](crate::error::UsageError)); [`run`](run::run) does it and
 //! returns a [`ProbeRecord`](record::ProbeRecord).
 
+pub mod events;
 pub mod kernels;
 pub mod memory;
 pub mod observe;
@@ -14,6 +15,9 @@ pub mod pnid;
 pub mod record;
 pub mod run;
 pub mod summary;
+pub mod summary_threads;
+pub mod threads;
+pub mod timeline;
 
 pub use kernels::Pattern;
 
@@ -71,6 +75,102 @@ impl ThpMode {
     }
 }
 
+/// What a threaded probe's accesses go over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Sharing {
+    /// One array, first touched by the thread that starts the workers,
+    /// every thread accessing all of it (autonumabench's NUMA01).
+    Shared,
+    /// Each thread an array of its own, first touched by it, in mappings
+    /// of their own aligned to huge pages (NUMA01_THREADLOCAL, NUMA02):
+    /// the threads share no written memory at all.
+    Private,
+    /// This percentage of the memory and of every thread's accesses on
+    /// one shared array, the rest on the thread's own.
+    Mix(u8),
+}
+
+impl std::fmt::Display for Sharing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sharing::Shared => f.write_str("shared"),
+            Sharing::Private => f.write_str("private"),
+            Sharing::Mix(p) => write!(f, "mix:{p}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Sharing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sharing, String> {
+        match s {
+            "shared" => Ok(Sharing::Shared),
+            "private" => Ok(Sharing::Private),
+            _ => match s.strip_prefix("mix:").map(|p| p.parse::<u8>()) {
+                Some(Ok(p)) if (1..=99).contains(&p) => Ok(Sharing::Mix(p)),
+                _ => Err(format!(
+                    "{s:?}: expected shared, private or mix:P with P the shared percent, 1-99"
+                )),
+            },
+        }
+    }
+}
+
+impl From<Sharing> for String {
+    fn from(s: Sharing) -> String {
+        s.to_string()
+    }
+}
+
+impl TryFrom<String> for Sharing {
+    type Error = String;
+    fn try_from(s: String) -> Result<Sharing, String> {
+        s.parse()
+    }
+}
+
+impl Sharing {
+    /// The shared array's bytes and each thread's own, for `bytes` in all
+    /// over `threads` threads: the workload's memory is the same whatever
+    /// the sharing, so times compare.
+    pub fn split(self, bytes: u64, threads: u32) -> (u64, u64) {
+        let n = threads.max(1) as u64;
+        match self {
+            Sharing::Shared => (bytes, 0),
+            Sharing::Private => (0, bytes / n),
+            Sharing::Mix(p) => {
+                let shared = bytes * p as u64 / 100;
+                (shared, (bytes - shared) / n)
+            }
+        }
+    }
+}
+
+/// The probe as several threads (`--threads`); absent, the classic probe:
+/// one thread, one array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Threads {
+    /// Worker threads, at least 2.
+    pub count: u32,
+    pub sharing: Sharing,
+    /// Milliseconds between the timeline's samples of every thread's NUMA
+    /// state and every array's pages; 0: no timeline.
+    #[serde(default = "Threads::default_timeline_ms")]
+    pub timeline_ms: u32,
+}
+
+impl Threads {
+    /// `--timeline-ms`'s default: five samples a second.
+    pub const DEFAULT_TIMELINE_MS: u32 = 200;
+    fn default_timeline_ms() -> u32 {
+        Threads::DEFAULT_TIMELINE_MS
+    }
+}
+
+/// Most threads a probe may start.
+pub const MAX_THREADS: u32 = 4096;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSpec {
     pub pattern: Pattern,
@@ -94,6 +194,9 @@ pub struct ProbeSpec {
     /// What `mem`'s policy covers (absent in records from before it).
     #[serde(default, skip_serializing_if = "PolicyScope::is_buffer")]
     pub bind_scope: PolicyScope,
+    /// Several threads and what they share; absent: the classic probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Threads>,
 }
 
 impl ProbeSpec {
@@ -141,6 +244,16 @@ impl ProbeSpec {
         if !self.bind_scope.is_buffer() {
             a.extend(["--bind-scope".into(), self.bind_scope.name().into()]);
         }
+        if let Some(t) = &self.threads {
+            a.extend([
+                "--threads".into(),
+                t.count.to_string(),
+                "--sharing".into(),
+                t.sharing.to_string(),
+                "--timeline-ms".into(),
+                t.timeline_ms.to_string(),
+            ]);
+        }
         if let Some(p) = self.pnid {
             a.extend(["--pnid".into(), p.to_string()]);
             if let Some(x) = &self.pnid_prctl {
@@ -158,6 +271,30 @@ impl ProbeSpec {
             _ => None,
         }
     }
+}
+
+/// Checks a threaded probe of `bytes` in all: 2 to [`MAX_THREADS`]
+/// threads, and at least a page in the shared array and in each thread's.
+pub fn check_threads(t: &Threads, bytes: u64) -> anyhow::Result<()> {
+    if !(2..=MAX_THREADS).contains(&t.count) {
+        return Err(usage(format!(
+            "--threads {}: between 2 and {MAX_THREADS} (1 is the probe without --threads)",
+            t.count
+        )));
+    }
+    let (shared, own) = t.sharing.split(bytes, t.count);
+    if (shared > 0 && shared < 4096) || (own > 0 && own < 4096) || (shared == 0 && own == 0) {
+        return Err(usage(format!(
+            "--size {} over --threads {} with --sharing {} leaves {} shared and {} per \
+             thread: each part must be at least one page (4 KiB)",
+            fmt_size(bytes),
+            t.count,
+            t.sharing,
+            fmt_size(shared),
+            fmt_size(own)
+        )));
+    }
+    Ok(())
 }
 
 /// A spec checked against the machine: the CPU set to bind to (if any) and
@@ -244,6 +381,9 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
                 mem_node(id, "--interleave")?;
             }
         }
+    }
+    if let Some(t) = &spec.threads {
+        check_threads(t, spec.size.bytes())?;
     }
     let pnid = match spec.pnid {
         None => None,

@@ -17,6 +17,7 @@ pub struct Observer {
     start: Instant,
     start_mono_ns: u64,
     start_nr_migrations: Option<u64>,
+    sched: sys::ProcFile,
     start_cpu: u32,
     last_cpu: u32,
     changes: Vec<Migration>,
@@ -34,6 +35,9 @@ pub struct Observation {
     pub end_cpu: u32,
     pub end_ns: u64,
     pub changes: Vec<Migration>,
+    /// The thread's /proc/thread-self/sched at finish (its NUMA state
+    /// then); `None` without the file.
+    pub final_sched: Option<String>,
 }
 
 impl Observer {
@@ -42,15 +46,19 @@ impl Observer {
         // migration then falls inside [start_mono_ns, start_mono_ns + end_ns].
         let start_mono_ns = sys::mono_ns();
         let start = Instant::now();
-        let start_nr_migrations = sys::nr_migrations();
+        // Opened now, read at start and finish without allocating.
+        let mut sched = sys::thread_sched_file();
+        let start_nr_migrations = sched.read().and_then(sys::nr_migrations_in);
         let cpu = sys::current_cpu();
         Observer {
             enabled,
             start_mono_ns,
             start_nr_migrations,
+            sched,
             start,
             start_cpu: cpu,
             last_cpu: cpu,
+            // Room up front: growing calls the allocator (see run::timed_loop).
             changes: Vec::with_capacity(1 << 14),
         }
     }
@@ -84,8 +92,12 @@ impl Observer {
 
     pub fn finish(mut self) -> Observation {
         self.check();
-        let end_nr = sys::nr_migrations();
-        let end_ns = self.now_ns();
+        // Read without allocating (the thread's state at its loop's end,
+        // not after a call into the allocator: see run::timed_loop).
+        let text = self.sched.read();
+        let end_nr = text.and_then(sys::nr_migrations_in);
+        let end_ns = self.start.elapsed().as_nanos() as u64;
+        let final_sched = text.map(str::to_string);
         Observation {
             start_mono_ns: self.start_mono_ns,
             kernel_migrations: match (self.start_nr_migrations, end_nr) {
@@ -96,6 +108,7 @@ impl Observer {
             end_cpu: self.last_cpu,
             end_ns,
             changes: self.changes,
+            final_sched,
         }
     }
 }
@@ -143,6 +156,7 @@ mod tests {
             start_cpu: 1,
             end_cpu: 3,
             end_ns: 100,
+            final_sched: None,
             changes: vec![
                 Migration {
                     t_ns: 10,

@@ -1,6 +1,7 @@
 //! The probe's result: one versioned serde record (schema [`SCHEMA`]),
 //! printed by `numalab probe --json` and embedded in every experiment sample.
 
+use super::timeline::Timeline;
 use super::{pnid, ProbeSpec};
 use crate::analysis::{Migration, MigrationCounts, NumaSched, Residency};
 use crate::idset::IdSet;
@@ -38,6 +39,77 @@ pub struct ProbeRecord {
     /// for a CPU; `None` when the kernel does not say (no
     /// CONFIG_SCHED_INFO) and in records written before the field existed.
     #[serde(default)]
+    pub cpu_time: Option<CpuTime>,
+    /// A threaded probe's threads, one report each (empty for the classic
+    /// probe). The fields above are then the workload's: its time from the
+    /// threads' release to the last one's end, migrations and residency
+    /// over every thread, pages of every array; `observation` and
+    /// `numa.sched` are thread 0's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadReport>,
+    /// A threaded probe's timeline of NUMA state and pages per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+/// Reads a `numalab probe --json` record from `path` (exit 2 naming what
+/// is wrong when it is not one).
+pub fn read_record(path: &std::path::Path) -> anyhow::Result<ProbeRecord> {
+    let text = crate::input::read_input_text(path, "probe record", crate::input::RECORD_LIMIT)?;
+    let rec: ProbeRecord = serde_json::from_str(text.trim()).map_err(|e| {
+        crate::error::usage(format!(
+            "{}: not a numalab probe record: {e}",
+            path.display()
+        ))
+    })?;
+    if rec.schema != SCHEMA {
+        return Err(crate::error::usage(format!(
+            "{}: schema {:?}, expected {SCHEMA:?}",
+            path.display(),
+            rec.schema
+        )));
+    }
+    Ok(rec)
+}
+
+/// The `schema` of a JSON record, if it has one: which reader a file needs.
+pub fn schema_of(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Schema {
+        schema: String,
+    }
+    serde_json::from_str::<Schema>(text.trim())
+        .ok()
+        .map(|s| s.schema)
+}
+
+/// One thread of a threaded probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadReport {
+    pub index: u32,
+    pub tid: i32,
+    /// Its timed passes; `total_ns` is its whole loop.
+    pub iterations_ns: Vec<u64>,
+    pub total_ns: u64,
+    pub ns_per_access: f64,
+    /// Nanoseconds from the threads' release to its loop's start and end.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Its own array's first touch (0 without one).
+    pub warm_up_ns: u64,
+    /// Node id -> pages of its own array after its first touch (empty
+    /// without one).
+    pub own_pages_per_node: BTreeMap<u32, u64>,
+    /// CPU changes in its timed loop, classified against its memory's
+    /// node (the node asked for, else the one holding most of its own
+    /// array, else of the shared one).
+    pub migrations: MigrationCounts,
+    pub residency: Residency,
+    pub seen_cpus: IdSet,
+    pub observation: ObservationReport,
+    /// The NUMA part of its /proc/thread-self/sched right after its loop:
+    /// its group, preferred node, faults per node private and shared.
+    pub numa: NumaSched,
     pub cpu_time: Option<CpuTime>,
 }
 

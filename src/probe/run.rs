@@ -1,18 +1,18 @@
 //! Executing a validated probe spec in this process.
 
 use super::kernels::Kernel;
-use super::observe::Observer;
+use super::observe::{Observation, Observer};
 use super::record::{
     CpuTime, Host, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThpReport,
     Timing, SCHEMA,
 };
-use super::{CpuPlacement, MemPlacement, ThpMode, Validated};
+use super::{CpuPlacement, MemPlacement, ProbeSpec, ThpMode, Validated};
 use crate::analysis::schedstat::{parse_task_schedstat, TaskSchedstat};
 use crate::analysis::{
     classify, parse_proc_sched_numa, parse_vmstat_numa, residency, vmstat_delta,
 };
 use crate::idset::IdSet;
-use crate::sys::{self, buffer::Thp, numa, numa::PolicyScope};
+use crate::sys::{self, buffer::Thp, numa, numa::PolicyScope, Buffer};
 use crate::topology::Topology;
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -79,46 +79,23 @@ pub fn run(
         }
     }
 
-    let mut obs = Observer::new(spec.observe_every > 0);
+    let kit = LoopKit::new(spec);
     let warm = Instant::now();
     kernel.warm_up();
     let warm_up_ns = warm.elapsed().as_nanos() as u64;
-    let (pages_per_node, pages_unplaced) = read_back(&kernel)?;
+    let (pages_per_node, pages_unplaced) = read_back(&kernel.buffers())?;
     let thp = thp_report(spec.thp);
 
     let per_pass = kernel.accesses_per_pass();
-    let chunk = if spec.observe_every == 0 {
-        per_pass
-    } else {
-        spec.observe_every as usize
-    };
-    let mut iterations_ns = Vec::with_capacity(spec.counts as usize);
-    let mut checksum = 0u64;
-    obs.check();
-    let sched_start = read_schedstat();
-    let loop_start_ns = obs.now_ns();
-    let loop_start = Instant::now();
-    let min_time = std::time::Duration::from_nanos(spec.min_time_ns.unwrap_or(0));
-    let mut i = 0;
-    while i < spec.counts || loop_start.elapsed() < min_time {
-        let t0 = Instant::now();
-        let mut left = per_pass;
-        while left > 0 {
-            let n = left.min(chunk);
-            checksum = checksum.wrapping_add(kernel.run(n));
-            left -= n;
-            obs.check();
-        }
-        let ns = t0.elapsed().as_nanos() as u64;
-        iterations_ns.push(ns);
-        progress(i, ns);
-        i += 1;
-    }
-    let total_ns = loop_start.elapsed().as_nanos() as u64;
-    let sched_end = read_schedstat();
-    let loop_end_ns = loop_start_ns + total_ns;
-    let observation = obs.finish();
-    let checksum = std::hint::black_box(checksum);
+    let LoopOut {
+        iterations_ns,
+        total_ns,
+        loop_start_ns,
+        loop_end_ns,
+        checksum,
+        cpu_time,
+        observation,
+    } = timed_loop(spec, per_pass, kit, |n| kernel.run(n), &mut progress);
 
     // Placement against the request.
     let total_pages: u64 = pages_per_node.values().sum();
@@ -129,46 +106,7 @@ pub fn run(
     let seen_cpus: IdSet = std::iter::once(observation.start_cpu)
         .chain(observation.changes.iter().map(|m| m.to))
         .collect();
-    let mut mismatches = Vec::new();
-    let on = |n: u32| pages_per_node.get(&n).copied().unwrap_or(0);
-    match &spec.mem {
-        MemPlacement::Float => {}
-        MemPlacement::Bind(n) | MemPlacement::Preferred(n) => {
-            if on(*n) != total_pages || pages_unplaced > 0 {
-                mismatches.push(format!(
-                    "memory: {} of {} pages on node {n} ({} unplaced), requested all",
-                    on(*n),
-                    total_pages + pages_unplaced,
-                    pages_unplaced
-                ));
-            }
-        }
-        MemPlacement::Interleave(ns) => {
-            let fair = total_pages / ns.len().max(1) as u64;
-            let outside: u64 = pages_per_node
-                .iter()
-                .filter(|(n, _)| !ns.contains(**n))
-                .map(|(_, p)| p)
-                .sum();
-            let thin: Vec<u32> = ns.iter().filter(|&n| on(n) * 2 < fair).collect();
-            if outside > 0 || !thin.is_empty() {
-                mismatches.push(format!(
-                    "memory: interleave over {ns} left {outside} pages outside it and \
-                     nodes {:?} under half their share",
-                    thin
-                ));
-            }
-        }
-    }
-    if let CpuPlacement::Node(n) = &spec.cpu {
-        let off: IdSet = seen_cpus
-            .iter()
-            .filter(|&c| topo.node_of_cpu(c) != Some(*n))
-            .collect();
-        if !off.is_empty() {
-            mismatches.push(format!("cpu: ran on CPUs {off} outside node {n}"));
-        }
-    }
+    let mismatches = mismatches(spec, topo, &pages_per_node, pages_unplaced, &seen_cpus);
 
     let ref_node = spec.requested_mem_node().or(mem_node);
     let in_loop = observation.changes_between(loop_start_ns, loop_end_ns + 1);
@@ -186,15 +124,7 @@ pub fn run(
         schema: SCHEMA.to_string(),
         numalab_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),
-        host: Host {
-            kernel: topo.kernel.clone(),
-            cpu_model: topo.cpu_model.clone(),
-            num_cpus: topo.online_cpus().len(),
-            topology_digest: topo.digest(),
-            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|s| s.trim().to_string()),
-        },
+        host: host(topo),
         pid: sys::pid(),
         start_unix_ns,
         timing: Timing {
@@ -233,19 +163,177 @@ pub fn run(
             changes: observation.changes,
         },
         numa,
+        cpu_time,
+        threads: Vec::new(),
+        timeline: None,
+    })
+}
+
+/// Where the pages and CPUs were against what `spec` asked: one line per
+/// mismatch, for the loud warning.
+pub(super) fn mismatches(
+    spec: &ProbeSpec,
+    topo: &Topology,
+    pages_per_node: &BTreeMap<u32, u64>,
+    pages_unplaced: u64,
+    seen_cpus: &IdSet,
+) -> Vec<String> {
+    let total_pages: u64 = pages_per_node.values().sum();
+    let mut mismatches = Vec::new();
+    let on = |n: u32| pages_per_node.get(&n).copied().unwrap_or(0);
+    match &spec.mem {
+        MemPlacement::Float => {}
+        MemPlacement::Bind(n) | MemPlacement::Preferred(n) => {
+            if on(*n) != total_pages || pages_unplaced > 0 {
+                mismatches.push(format!(
+                    "memory: {} of {} pages on node {n} ({} unplaced), requested all",
+                    on(*n),
+                    total_pages + pages_unplaced,
+                    pages_unplaced
+                ));
+            }
+        }
+        MemPlacement::Interleave(ns) => {
+            let fair = total_pages / ns.len().max(1) as u64;
+            let outside: u64 = pages_per_node
+                .iter()
+                .filter(|(n, _)| !ns.contains(**n))
+                .map(|(_, p)| p)
+                .sum();
+            let thin: Vec<u32> = ns.iter().filter(|&n| on(n) * 2 < fair).collect();
+            if outside > 0 || !thin.is_empty() {
+                mismatches.push(format!(
+                    "memory: interleave over {ns} left {outside} pages outside it and \
+                 nodes {:?} under half their share",
+                    thin
+                ));
+            }
+        }
+    }
+    if let CpuPlacement::Node(n) = &spec.cpu {
+        let off: IdSet = seen_cpus
+            .iter()
+            .filter(|&c| topo.node_of_cpu(c) != Some(*n))
+            .collect();
+        if !off.is_empty() {
+            mismatches.push(format!("cpu: ran on CPUs {off} outside node {n}"));
+        }
+    }
+    mismatches
+}
+
+/// This machine as records name it.
+pub(super) fn host(topo: &Topology) -> Host {
+    Host {
+        kernel: topo.kernel.clone(),
+        cpu_model: topo.cpu_model.clone(),
+        num_cpus: topo.online_cpus().len(),
+        topology_digest: topo.digest(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string()),
+    }
+}
+
+/// What a timed loop needs, made before it: the observer, the thread's
+/// schedstat file and room for every pass's time. Between a threaded
+/// probe's go and its threads' last reading of their own state nothing may
+/// call the allocator: malloc and free read the allocator's globals (the C
+/// library's `tcache_key`, `global_max_fast`, `perturb_byte`...), one page
+/// every thread touches, and NUMA balancing groups tasks on any page they
+/// both touch (docs/numa-groups.md has the trace that found this).
+pub(super) struct LoopKit {
+    obs: Observer,
+    schedstat: sys::ProcFile,
+    iterations_ns: Vec<u64>,
+}
+
+impl LoopKit {
+    /// For `spec`, on the calling thread (its /proc/thread-self files).
+    pub(super) fn new(spec: &ProbeSpec) -> LoopKit {
+        // Room for every pass: under --min-time the count is not known,
+        // room for 65536 passes (512 KiB), past which it grows.
+        let room = match spec.min_time_ns {
+            None => spec.counts as usize,
+            Some(_) => (spec.counts as usize).max(1 << 16),
+        };
+        LoopKit {
+            obs: Observer::new(spec.observe_every > 0),
+            schedstat: sys::ProcFile::open("/proc/thread-self/schedstat", 256),
+            iterations_ns: Vec::with_capacity(room),
+        }
+    }
+}
+
+/// One thread's timed loop and what it saw of itself.
+pub(super) struct LoopOut {
+    pub iterations_ns: Vec<u64>,
+    pub total_ns: u64,
+    /// Nanoseconds from the observer's start to the loop's start and end.
+    pub loop_start_ns: u64,
+    pub loop_end_ns: u64,
+    pub checksum: u64,
+    pub cpu_time: Option<CpuTime>,
+    pub observation: Observation,
+}
+
+/// Runs `spec`'s timed passes of `per_pass` accesses on this thread,
+/// `work(n)` doing n accesses, checking the CPU between chunks of
+/// `observe_every`; `progress` hears of every pass. No allocation from the
+/// start to the observer's last reading (see [`LoopKit`]).
+pub(super) fn timed_loop(
+    spec: &ProbeSpec,
+    per_pass: usize,
+    kit: LoopKit,
+    mut work: impl FnMut(usize) -> u64,
+    mut progress: impl FnMut(u32, u64),
+) -> LoopOut {
+    let LoopKit {
+        mut obs,
+        mut schedstat,
+        mut iterations_ns,
+    } = kit;
+    let chunk = if spec.observe_every == 0 {
+        per_pass
+    } else {
+        spec.observe_every as usize
+    };
+    let mut checksum = 0u64;
+    obs.check();
+    let sched_start = schedstat.read().and_then(parse_task_schedstat);
+    let loop_start_ns = obs.now_ns();
+    let loop_start = Instant::now();
+    let min_time = std::time::Duration::from_nanos(spec.min_time_ns.unwrap_or(0));
+    let mut i = 0;
+    while i < spec.counts || loop_start.elapsed() < min_time {
+        let t0 = Instant::now();
+        let mut left = per_pass;
+        while left > 0 {
+            let n = left.min(chunk);
+            checksum = checksum.wrapping_add(work(n));
+            left -= n;
+            obs.check();
+        }
+        let ns = t0.elapsed().as_nanos() as u64;
+        iterations_ns.push(ns);
+        progress(i, ns);
+        i += 1;
+    }
+    let total_ns = loop_start.elapsed().as_nanos() as u64;
+    let sched_end = schedstat.read().and_then(parse_task_schedstat);
+    let observation = obs.finish();
+    LoopOut {
+        iterations_ns,
+        total_ns,
+        loop_start_ns,
+        loop_end_ns: loop_start_ns + total_ns,
+        checksum: std::hint::black_box(checksum),
         cpu_time: match (sched_start, sched_end) {
             (Some(a), Some(b)) => cpu_time(a, b),
             _ => None,
         },
-    })
-}
-
-/// This thread's /proc/thread-self/schedstat; `None` without the file (a
-/// kernel without CONFIG_SCHED_INFO) or when it does not parse.
-fn read_schedstat() -> Option<TaskSchedstat> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| parse_task_schedstat(&t))
+        observation,
+    }
 }
 
 /// The loop's share of the two readings. A kernel that keeps no
@@ -260,11 +348,11 @@ fn cpu_time(a: TaskSchedstat, b: TaskSchedstat) -> Option<CpuTime> {
     })
 }
 
-/// Pages per node of every buffer (move_pages query).
-fn read_back(kernel: &Kernel) -> anyhow::Result<(BTreeMap<u32, u64>, u64)> {
+/// Pages per node of `buffers` (move_pages query), and pages on none.
+pub(super) fn read_back(buffers: &[&Buffer]) -> anyhow::Result<(BTreeMap<u32, u64>, u64)> {
     let mut per_node = BTreeMap::new();
     let mut unplaced = 0;
-    for b in kernel.buffers() {
+    for b in buffers {
         let status = numa::page_nodes(b.addr(), b.bytes()).context("move_pages query")?;
         for s in status {
             if s >= 0 {
@@ -277,7 +365,7 @@ fn read_back(kernel: &Kernel) -> anyhow::Result<(BTreeMap<u32, u64>, u64)> {
     Ok((per_node, unplaced))
 }
 
-fn thp_report(mode: ThpMode) -> ThpReport {
+pub(super) fn thp_report(mode: ThpMode) -> ThpReport {
     let anon_huge_kb = std::fs::read_to_string("/proc/self/smaps_rollup")
         .ok()
         .and_then(|s| {
@@ -297,7 +385,7 @@ fn thp_report(mode: ThpMode) -> ThpReport {
 
 /// A procfs file's text, fail-soft: `None` when it does not exist (no
 /// procfs, or a kernel without the feature); other failures are noted.
-fn read_proc(path: &str, notes: &mut Vec<String>) -> Option<String> {
+pub(super) fn read_proc(path: &str, notes: &mut Vec<String>) -> Option<String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -309,13 +397,13 @@ fn read_proc(path: &str, notes: &mut Vec<String>) -> Option<String> {
 }
 
 /// /proc/vmstat's NUMA counters at the start of the run.
-struct NumaStart {
+pub(super) struct NumaStart {
     vmstat: Option<BTreeMap<String, u64>>,
     notes: Vec<String>,
 }
 
 impl NumaStart {
-    fn read() -> NumaStart {
+    pub(super) fn read() -> NumaStart {
         let mut notes = Vec::new();
         let vmstat = read_proc("/proc/vmstat", &mut notes).map(|t| parse_vmstat_numa(&t));
         NumaStart { vmstat, notes }
@@ -323,7 +411,7 @@ impl NumaStart {
 
     /// Reads /proc/vmstat again and this thread's sched file; `None` when
     /// neither gave any NUMA statistic.
-    fn finish(self) -> Option<NumaReport> {
+    pub(super) fn finish(self) -> Option<NumaReport> {
         let mut notes = self.notes;
         let after = read_proc("/proc/vmstat", &mut notes).map(|t| parse_vmstat_numa(&t));
         let vmstat_delta = match (&self.vmstat, &after) {
@@ -348,6 +436,13 @@ impl NumaStart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This thread's schedstat, as the timed loop reads it.
+    fn read_schedstat() -> Option<TaskSchedstat> {
+        sys::ProcFile::open("/proc/thread-self/schedstat", 256)
+            .read()
+            .and_then(parse_task_schedstat)
+    }
 
     #[test]
     fn two_readings_give_the_loops_share() {

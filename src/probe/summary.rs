@@ -134,15 +134,22 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
             .unwrap_or_else(|| "node ?".into())
     };
     let o = &r.observation;
-    let _ = writeln!(
-        out,
-        "cpu: started on CPU {} ({}), ended on CPU {} ({}); seen on CPUs {}",
-        o.start_cpu,
-        node(o.start_cpu),
-        o.end_cpu,
-        node(o.end_cpu),
-        r.placement.seen_cpus
-    );
+    // A threaded record's observation is thread 0's; its table has each
+    // thread's, and the lines below are over every thread.
+    let threaded = !r.threads.is_empty();
+    if threaded {
+        let _ = writeln!(out, "cpu: threads seen on CPUs {}", r.placement.seen_cpus);
+    } else {
+        let _ = writeln!(
+            out,
+            "cpu: started on CPU {} ({}), ended on CPU {} ({}); seen on CPUs {}",
+            o.start_cpu,
+            node(o.start_cpu),
+            o.end_cpu,
+            node(o.end_cpu),
+            r.placement.seen_cpus
+        );
+    }
     if o.enabled {
         let _ = writeln!(
             out,
@@ -155,7 +162,7 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
             "cpu changes over the whole run: {}",
             counts_line(&r.migrations_whole)
         );
-        if let Some(k) = o.kernel_migrations {
+        if let Some(k) = o.kernel_migrations.filter(|_| !threaded) {
             let _ = writeln!(
                 out,
                 "kernel-counted migrations over the whole run (se.nr_migrations): {k} \
@@ -186,8 +193,18 @@ pub fn summary(r: &ProbeRecord, topo: &Topology) -> String {
         out.push_str(&cpu_time_line(c));
     }
     if let Some(n) = &r.numa {
-        out.push_str(&numa_lines(n));
+        if threaded {
+            // The sched part is thread 0's: every thread's is in the table.
+            let process = NumaReport {
+                sched: Default::default(),
+                ..n.clone()
+            };
+            out.push_str(&numa_lines(&process));
+        } else {
+            out.push_str(&numa_lines(n));
+        }
     }
+    out.push_str(&super::summary_threads::threads_section(r));
     out
 }
 

@@ -83,6 +83,10 @@ pub struct ProbeParams {
     /// probe (set_mempolicy, as numactl --membind).
     #[serde(skip_serializing_if = "PolicyScope::is_buffer")]
     pub bind_scope: PolicyScope,
+    /// The probe as several threads (`[probe.threads]`: count, sharing,
+    /// timeline_ms); absent: the classic one-thread probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<crate::probe::Threads>,
 }
 
 impl Default for ProbeParams {
@@ -94,6 +98,7 @@ impl Default for ProbeParams {
             thp: ThpMode::System,
             observe_every: 4096,
             bind_scope: PolicyScope::Buffer,
+            threads: None,
         }
     }
 }
@@ -390,6 +395,9 @@ impl ExperimentSpec {
                 "probe size {}: at least one page (4 KiB)",
                 self.probe.size
             )));
+        }
+        if let Some(t) = &self.probe.threads {
+            crate::probe::check_threads(t, self.probe.size.bytes())?;
         }
         Ok(())
     }

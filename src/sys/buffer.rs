@@ -47,6 +47,51 @@ impl Buffer {
         })
     }
 
+    /// Maps `bytes` rounded up to a multiple of `align` (a power of two, at
+    /// least a page), starting at a multiple of `align`: with `align` the
+    /// huge page size, no transparent huge page can hold this buffer's
+    /// words and another's (a huge page spanning two threads' buffers would
+    /// be memory they share, to NUMA balancing).
+    pub fn map_aligned(bytes: usize, align: usize) -> io::Result<Buffer> {
+        assert!(align.is_power_of_two() && align >= 4096, "align {align}");
+        let len = bytes.max(8).div_ceil(align) * align;
+        let over = len + align;
+        // SAFETY: a fresh private anonymous mapping, checked for MAP_FAILED;
+        // the parts trimmed below are within it and no one else's.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                over,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let start = (p as usize).next_multiple_of(align);
+            let head = start - p as usize;
+            if head > 0 {
+                libc::munmap(p, head);
+            }
+            let tail = over - head - len;
+            if tail > 0 {
+                libc::munmap((start + len) as *mut libc::c_void, tail);
+            }
+            Ok(Buffer {
+                ptr: start as *mut u64,
+                words: len / 8,
+            })
+        }
+    }
+
+    /// The first word, for code that shares the buffer between threads
+    /// and so cannot hold a slice of it (see `probe::kernels`).
+    pub fn as_ptr(&self) -> *mut u64 {
+        self.ptr
+    }
+
     pub fn words(&self) -> usize {
         self.words
     }

@@ -48,12 +48,58 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The kernel's count of this thread's migrations (`se.nr_migrations` in
-/// /proc/thread-self/sched); `None` where the kernel lacks the file
-/// (no CONFIG_SCHED_DEBUG).
-pub fn nr_migrations() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
-    sched_field(&text, "se.nr_migrations")
+/// A procfs file opened once and read again and again into room taken at
+/// open: a read makes no allocation. For the probe's timed loops, where a
+/// call into the allocator reads its global parameters, a page every
+/// thread of a threaded probe touches and so memory they share, to NUMA
+/// balancing (see `probe::threads`). `/proc/thread-self/...` names the
+/// thread that opens it.
+pub struct ProcFile {
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl ProcFile {
+    /// Opens `path` with room for `room` bytes; a file that cannot be
+    /// opened reads as `None`.
+    pub fn open(path: &str, room: usize) -> ProcFile {
+        ProcFile {
+            file: std::fs::File::open(path).ok(),
+            buf: vec![0; room],
+            len: 0,
+        }
+    }
+
+    /// The file's text now (pread from offset 0; cut at the room); `None`
+    /// when it could not be opened or read.
+    pub fn read(&mut self) -> Option<&str> {
+        use std::os::unix::fs::FileExt;
+        let f = self.file.as_ref()?;
+        let mut at = 0;
+        while at < self.buf.len() {
+            match f.read_at(&mut self.buf[at..], at as u64) {
+                Ok(0) => break,
+                Ok(k) => at += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        self.len = at;
+        std::str::from_utf8(&self.buf[..at]).ok()
+    }
+}
+
+/// This thread's /proc/thread-self/sched, opened for [`ProcFile::read`]
+/// (its NUMA lines grow with the nodes: room for a thousand).
+pub fn thread_sched_file() -> ProcFile {
+    ProcFile::open("/proc/thread-self/sched", 1 << 17)
+}
+
+/// The kernel's count of a thread's migrations (`se.nr_migrations`) in its
+/// /proc/PID/sched text.
+pub fn nr_migrations_in(sched: &str) -> Option<u64> {
+    sched_field(sched, "se.nr_migrations")
 }
 
 /// One `name : value` line of a /proc/PID/sched text (kernel/sched/debug.c

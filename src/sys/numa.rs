@@ -147,6 +147,12 @@ fn mbind_raw(
 /// node list only queries. Returns per page the node, or a negative errno
 /// (-ENOENT for a page never touched).
 pub fn page_nodes(addr: usize, len: usize) -> io::Result<Vec<i32>> {
+    page_nodes_of(0, addr, len)
+}
+
+/// [`page_nodes`] of process `pid`'s memory (0: this process); another
+/// process's needs the rights to read it (the same user, as for ptrace).
+pub fn page_nodes_of(pid: i32, addr: usize, len: usize) -> io::Result<Vec<i32>> {
     let page = page_size();
     let first = addr / page * page;
     let count = (addr + len).div_ceil(page) - first / page;
@@ -162,7 +168,7 @@ pub fn page_nodes(addr: usize, len: usize) -> io::Result<Vec<i32>> {
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_move_pages,
-                0,
+                pid,
                 n as libc::c_ulong,
                 pages.as_ptr(),
                 std::ptr::null::<i32>(),

@@ -112,6 +112,7 @@ pub fn template() -> ProbeRecord {
         thp: ThpMode::System,
         observe_every: 64,
         bind_scope: Default::default(),
+        threads: None,
     };
     let here =
         numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))

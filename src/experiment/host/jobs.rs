@@ -207,7 +207,10 @@ pub(super) fn run(
         .enumerate()
         .map(|(i, (j, rec))| {
             let r = j.reaped;
-            let (res, migrations, causes, source) = match traced.get(&j.pid) {
+            // A threaded probe's main task only waits: its threads'
+            // own observation is the job's (the trace follows the pid).
+            let traced_job = traced.get(&j.pid).filter(|_| rec.threads.is_empty());
+            let (res, migrations, causes, source) = match traced_job {
                 Some(t) => (
                     t.residency.clone(),
                     t.migrations.clone(),
@@ -218,7 +221,11 @@ pub(super) fn run(
                     rec.residency.clone(),
                     rec.migrations_whole.clone(),
                     Causes::default(),
-                    "self-observed",
+                    if rec.threads.is_empty() {
+                        "self-observed"
+                    } else {
+                        "self-observed by its threads"
+                    },
                 ),
             };
             Job {

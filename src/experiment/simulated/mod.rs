@@ -366,6 +366,8 @@ impl Sim {
                 wait_ns: total_ns.saturating_sub(loop_run_ns),
                 timeslices: None,
             }),
+            threads: Vec::new(),
+            timeline: None,
         };
         let balance = spec
             .trace
@@ -459,6 +461,21 @@ fn sim_kinds(moves: Option<Moves>) -> BalanceKinds {
 /// constant. (Until model 6 the three were XORed into one word, and the
 /// run's seed and the index landed on the same low bits: the samples of
 /// `--seed 2` were those of `--seed 1`, reordered.)
+/// Refuses a probe the simulator does not model: a threaded one, whose
+/// point is NUMA balancing's task grouping, task swaps and
+/// pseudo-interleaving, none of which the model has (docs/sim.md).
+pub fn check_probe(threads: Option<crate::probe::Threads>) -> anyhow::Result<()> {
+    match threads {
+        None => Ok(()),
+        Some(t) => Err(crate::error::usage(format!(
+            "--threads {} (sharing {}): the simulator does not model NUMA balancing's task \
+             grouping (numa_group), task swaps or pseudo-interleaving, which a threaded probe \
+             is for; run it on a host or in a lab guest",
+            t.count, t.sharing
+        ))),
+    }
+}
+
 pub fn seed_of(run_seed: u64, row: usize, index: u32) -> u64 {
     let round = |h: u64, part: u64, k: u64| {
         crate::rng::SplitMix64::new(h.wrapping_add(part.wrapping_mul(k))).next_u64()

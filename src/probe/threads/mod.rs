@@ -1,0 +1,484 @@
+//! The probe as several threads (`probe --threads N --sharing ...`): the
+//! workloads NUMA balancing groups, swaps and pseudo-interleaves.
+//!
+//! The calling thread maps every array (under the memory policy and THP
+//! advice), first-touches the shared one (as a program that sets up its
+//! data, then starts its workers: autonumabench's NUMA01), and starts N
+//! workers. Each worker first-touches its own array, says it is ready,
+//! waits to be let go, runs the classic probe's timed loop (with its own
+//! self-observation), reads its own NUMA state and ends. Meanwhile the
+//! calling thread samples the [`timeline`](super::timeline).
+//!
+//! Why pipes and not a `Barrier` or a channel: NUMA balancing puts two
+//! threads in one `numa_group` when one takes a hinting fault on a
+//! writable page the other touched last, whatever the page holds, a lock
+//! word as well as data. Private threads must share no written page, or
+//! the contrast `--sharing private` exists to show is gone; so the
+//! rendezvous (ready, go, a byte per pass for progress, done) goes
+//! through the kernel, and nothing the workers write in their loops is
+//! memory another thread touches. What they share before (the thread
+//! start-up) and after (the join) is outside the timed loops.
+//!
+//! [`record`] makes the workload's record from the threads' reports.
+
+mod record;
+
+use super::events;
+use super::kernels::{Arrays, Kernel, SharedArrays};
+use super::record::ProbeRecord;
+use super::run::{self as classic, LoopKit, LoopOut, NumaStart};
+use super::timeline::{pages_of, SamplerSpec, Timeline};
+use super::{pnid, MemPlacement, ProbeSpec, ThpMode, Threads, Validated};
+use crate::analysis::{parse_proc_sched_numa, NumaSched};
+use crate::sys::{self, buffer::Thp, numa, numa::PolicyScope};
+use crate::topology::Topology;
+use anyhow::{anyhow, Context};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The huge page size private arrays are aligned to (x86-64 PMD).
+const HUGE: usize = 2 << 20;
+
+/// One worker's start: its kernels and pipe ends.
+struct Worker {
+    index: usize,
+    own: Option<Kernel>,
+    shared: Option<Kernel>,
+    /// Accesses a pass makes on the shared array and on its own.
+    per_pass: (usize, usize),
+    spec: ProbeSpec,
+    pnid: Option<(pnid::Interface, i32)>,
+    ready: Ready,
+    go: File,
+    events: File,
+}
+
+/// What a worker brings back.
+struct Out {
+    index: usize,
+    tid: i32,
+    warm_up_ns: u64,
+    own_pages: BTreeMap<u32, u64>,
+    lp: LoopOut,
+    numa: NumaSched,
+    pnid_read_back: Option<i32>,
+    /// Kept so the arrays stay mapped until every sample is taken.
+    _kernels: (Option<Kernel>, Option<Kernel>),
+}
+
+/// Tells the caller the worker is ready (its index and tid), or, dropped
+/// before that (an error, a panic), that it never will be.
+struct Ready {
+    index: u32,
+    w: Option<File>,
+}
+
+impl Ready {
+    fn send(&mut self, tid: i32) {
+        if let Some(mut w) = self.w.take() {
+            let mut m = [0u8; 8];
+            m[..4].copy_from_slice(&self.index.to_le_bytes());
+            m[4..].copy_from_slice(&tid.to_le_bytes());
+            // 8 bytes, under PIPE_BUF: one atomic write.
+            let _ = w.write_all(&m);
+        }
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        self.send(-1);
+    }
+}
+
+/// Runs the threaded probe `t` of `v`; with `show_progress`, a line a
+/// second on stderr.
+pub fn run(
+    v: &Validated,
+    topo: &Topology,
+    t: Threads,
+    show_progress: bool,
+) -> anyhow::Result<ProbeRecord> {
+    let spec = &v.spec;
+    let n = t.count as usize;
+    let start_unix_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let numa_start = NumaStart::read();
+    // Threads inherit the caller's affinity and process memory policy.
+    if let Some(cpus) = &v.bind_cpus {
+        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
+    }
+    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
+    let policy = match &spec.mem {
+        MemPlacement::Float => None,
+        MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
+        MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
+        MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
+    };
+    if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
+        numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
+    }
+    let prepare = |a: &Arrays| -> anyhow::Result<()> {
+        for b in a.buffers() {
+            match spec.thp {
+                ThpMode::System => {}
+                ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
+                ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
+            }
+            if let (Some(p), PolicyScope::Buffer) = (&policy, spec.bind_scope) {
+                numa::mbind(b.addr(), b.bytes(), p).with_context(|| format!("mbind {p:?}"))?;
+            }
+        }
+        Ok(())
+    };
+    let (shared_bytes, own_bytes) = t.sharing.split(spec.size.bytes(), t.count);
+    let map = |bytes: u64, align: usize| {
+        Arrays::map(spec.pattern, bytes as usize, align)
+            .with_context(|| format!("mapping a {bytes} byte array"))
+    };
+
+    // The shared array, first touched here.
+    let mut shared_warm_ns = 0;
+    let shared = if shared_bytes > 0 {
+        let mut a = map(shared_bytes, 4096)?;
+        prepare(&a)?;
+        let t0 = Instant::now();
+        a.init();
+        shared_warm_ns = t0.elapsed().as_nanos() as u64;
+        Some(Arc::new(SharedArrays::new(a)))
+    } else {
+        None
+    };
+    let mut arrays: Vec<(String, Vec<(usize, usize)>)> = Vec::new();
+    if let Some(s) = &shared {
+        arrays.push(("shared".into(), s.ranges()));
+    }
+
+    let (ready_r, ready_w) = pipe()?;
+    let (go_r, mut go_w) = pipe()?;
+    let (events_r, events_w) = pipe()?;
+    let mut workers = Vec::with_capacity(n);
+    for i in 0..n {
+        let own = if own_bytes > 0 {
+            let a = map(own_bytes, HUGE)?;
+            prepare(&a)?;
+            arrays.push((format!("thread {i}"), a.ranges()));
+            Some(Kernel::own(a, i, n))
+        } else {
+            None
+        };
+        let shared_k = shared.as_ref().map(|s| Kernel::share(s, i, n));
+        let per_pass = (
+            shared
+                .as_ref()
+                .map_or(0, |s| (s.accesses_per_pass() / n).max(1)),
+            own.as_ref().map_or(0, |k| k.accesses_per_pass()),
+        );
+        workers.push(Worker {
+            index: i,
+            own,
+            shared: shared_k,
+            per_pass,
+            spec: spec.clone(),
+            pnid: v.pnid.clone().zip(spec.pnid),
+            ready: Ready {
+                index: i as u32,
+                w: Some(ready_w.try_clone().context("pipe")?),
+            },
+            go: go_r.try_clone().context("pipe")?,
+            events: events_w.try_clone().context("pipe")?,
+        });
+    }
+    // Only the workers hold write ends now: when every one is gone, a read
+    // sees the end instead of waiting for ever.
+    drop((ready_w, events_w, go_r));
+    let mut handles = Vec::with_capacity(n);
+    for w in workers {
+        let name = format!("probe-{}", w.index);
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || work(w))
+            .context("starting a probe thread")?;
+        handles.push(h);
+    }
+
+    // Every worker ready (or gone), then the go.
+    let mut tids = vec![0i32; n];
+    let mut failed = false;
+    let mut ready_r = ready_r;
+    for _ in 0..n {
+        let mut m = [0u8; 8];
+        if ready_r.read_exact(&mut m).is_err() {
+            failed = true;
+            break;
+        }
+        let i = u32::from_le_bytes(m[..4].try_into().unwrap()) as usize;
+        let tid = i32::from_le_bytes(m[4..].try_into().unwrap());
+        if tid < 0 || i >= n {
+            failed = true;
+            break;
+        }
+        tids[i] = tid;
+    }
+    let (pages_per_node, pages_unplaced) = if failed {
+        (BTreeMap::new(), 0)
+    } else {
+        placement_pages(&arrays)
+    };
+    // The timeline process, started before the go so it sees the start.
+    let sampler = if failed {
+        None
+    } else {
+        let spec = SamplerSpec {
+            pid: sys::pid(),
+            tids: tids.clone(),
+            arrays: arrays.clone(),
+            every_ms: t.timeline_ms,
+            progress: show_progress.then_some((n as u64 * spec.counts as u64, spec.min_time_ns)),
+        };
+        match start_sampler(&spec, events_r) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                drop(go_w); // the workers end without starting
+                join(handles)?;
+                return Err(e);
+            }
+        }
+    };
+    let go_mono_ns = sys::mono_ns();
+    if sampler.is_some() {
+        // One byte each; a worker that reads none (the writer dropped) ends.
+        let _ = go_w.write_all(&vec![0u8; n]);
+    }
+    drop(go_w);
+    // Nothing runs in this process now but the workers: this thread waits
+    // for the timeline process, which ends when every worker has.
+    let timeline = match sampler {
+        Some(s) => s.finish(go_mono_ns),
+        None => Ok(None),
+    };
+    let outs = join(handles)?;
+    let timeline = timeline?;
+    if failed || outs.len() != n {
+        return Err(anyhow!("a probe thread ended before it was ready"));
+    }
+    let mut outs = outs;
+    outs.sort_by_key(|o| o.index);
+    let numa = numa_start.finish().map(|mut r| {
+        // The process's counters; the sched part is thread 0's.
+        r.sched = outs[0].numa.clone();
+        r
+    });
+    Ok(record::record(
+        v,
+        topo,
+        record::Parts {
+            start_unix_ns,
+            go_mono_ns,
+            shared_warm_ns,
+            allowed_cpus,
+            pages_per_node,
+            pages_unplaced,
+            numa,
+            timeline,
+        },
+        outs,
+    ))
+}
+
+/// A pipe, both ends close-on-exec, as files (std's pipe() is newer than
+/// this crate's minimum Rust).
+fn pipe() -> anyhow::Result<(File, File)> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("pipe")?;
+    Ok((File::from(r), File::from(w)))
+}
+
+/// Joins the workers: their reports, or the first error (a worker called
+/// off because another failed is no error of its own).
+fn join(
+    handles: Vec<std::thread::JoinHandle<anyhow::Result<Option<Out>>>>,
+) -> anyhow::Result<Vec<Out>> {
+    let mut outs = Vec::with_capacity(handles.len());
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(Some(o))) => outs.push(o),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(anyhow!("a probe thread panicked"));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(outs),
+    }
+}
+
+/// The timeline process and the memory file it writes its result to.
+struct RunningSampler {
+    child: std::process::Child,
+    out: std::fs::File,
+}
+
+/// Starts `numalab __timeline` ([`super::timeline::sampler_main`]) with the
+/// workers' events pipe as its stdin and an anonymous memory file (no path,
+/// nothing to clean up) as its stdout.
+fn start_sampler(spec: &SamplerSpec, events: File) -> anyhow::Result<RunningSampler> {
+    let exe = std::env::current_exe().context("finding numalab's own executable")?;
+    let fd = rustix::fs::memfd_create("numalab-timeline", rustix::fs::MemfdFlags::CLOEXEC)
+        .context("memfd_create for the timeline")?;
+    let out = std::fs::File::from(fd);
+    let child = std::process::Command::new(&exe)
+        .arg("__timeline")
+        .arg(serde_json::to_string(spec)?)
+        .stdin(std::process::Stdio::from(events))
+        .stdout(std::process::Stdio::from(out.try_clone()?))
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {} __timeline", exe.display()))?;
+    Ok(RunningSampler { child, out })
+}
+
+impl RunningSampler {
+    /// Waits for the timeline process and reads its timeline, times made
+    /// relative to `go_mono_ns`.
+    fn finish(mut self, go_mono_ns: u64) -> anyhow::Result<Option<Timeline>> {
+        use std::io::Seek;
+        let status = self
+            .child
+            .wait()
+            .context("waiting for the timeline process")?;
+        if !status.success() {
+            return Err(anyhow!("the timeline process failed ({status})"));
+        }
+        let mut text = String::new();
+        self.out.rewind()?;
+        self.out.read_to_string(&mut text)?;
+        let mut tl: Option<Timeline> = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "the timeline process printed {} bytes of no timeline",
+                text.len()
+            )
+        })?;
+        if let Some(tl) = tl.as_mut() {
+            for p in tl.points.iter_mut() {
+                p.t_ns = p.t_ns.saturating_sub(go_mono_ns);
+            }
+        }
+        Ok(tl)
+    }
+}
+
+/// Pages per node of every array after the first touches, and pages on
+/// none.
+fn placement_pages(arrays: &[(String, Vec<(usize, usize)>)]) -> (BTreeMap<u32, u64>, u64) {
+    let mut per_node = BTreeMap::new();
+    let mut unplaced = 0;
+    for (_, ranges) in arrays {
+        let (p, u) = pages_of(0, ranges);
+        for (n, c) in p {
+            *per_node.entry(n).or_insert(0) += c;
+        }
+        unplaced += u;
+    }
+    (per_node, unplaced)
+}
+
+/// One worker, on its own thread; `None` when called off before the go
+/// (another worker failed).
+fn work(mut w: Worker) -> anyhow::Result<Option<Out>> {
+    // Written with the raw syscall (rustix), not the C library's wrapper:
+    // nothing between the go and the last reading may read its globals.
+    let events = w.events;
+    let index = w.index;
+    let tid = rustix::thread::gettid().as_raw_pid();
+    let pnid_read_back = match &w.pnid {
+        Some((iface, nid)) => {
+            iface.set(0, *nid).with_context(|| {
+                format!(
+                    "thread {index}: setting the preferred node with prctl({}, SET, ...)",
+                    iface.option
+                )
+            })?;
+            iface.get(0).ok()
+        }
+        None => None,
+    };
+    let t0 = Instant::now();
+    if let Some(k) = w.own.as_mut() {
+        k.warm_up();
+    }
+    let warm_up_ns = t0.elapsed().as_nanos() as u64;
+    let own_pages = match &w.own {
+        Some(k) => pages_of(0, &k.ranges()).0,
+        None => BTreeMap::new(),
+    };
+    // Everything the loop needs, made before the go: a call into the
+    // allocator once the threads run is a page they all touch.
+    let kit = LoopKit::new(&w.spec);
+    w.ready.send(tid);
+    let mut b = [0u8; 1];
+    if w.go.read(&mut b).context("waiting for the go")? == 0 {
+        return Ok(None);
+    }
+    let (s_pp, o_pp) = w.per_pass;
+    let per_pass = s_pp + o_pp;
+    // Each chunk's accesses split between the arrays in the pass's
+    // proportion (carrying the remainder), so every pass makes exactly
+    // `s_pp` shared and `o_pp` own accesses.
+    let (mut done, mut on_shared) = (0usize, 0usize);
+    let (shared, own) = (&mut w.shared, &mut w.own);
+    let lp = classic::timed_loop(
+        &w.spec,
+        per_pass,
+        kit,
+        |c| {
+            done += c;
+            let target = (done as u128 * s_pp as u128 / per_pass as u128) as usize;
+            let s = target - on_shared;
+            on_shared = target;
+            if done == per_pass {
+                (done, on_shared) = (0, 0);
+            }
+            let mut sum = 0u64;
+            if let (Some(k), true) = (shared.as_mut(), s > 0) {
+                sum = sum.wrapping_add(k.run(s));
+            }
+            if let (Some(k), true) = (own.as_mut(), c > s) {
+                sum = sum.wrapping_add(k.run(c - s));
+            }
+            sum
+        },
+        |_, _| {
+            let _ = rustix::io::write(&events, &[events::PASS]);
+        },
+    );
+    // Its state as the loop ended, read by the observer without a call
+    // into the allocator in between.
+    let numa = lp
+        .observation
+        .final_sched
+        .as_deref()
+        .map(parse_proc_sched_numa)
+        .unwrap_or_default();
+    let _ = rustix::io::write(&events, &events::done(index));
+    Ok(Some(Out {
+        index,
+        tid,
+        warm_up_ns,
+        own_pages,
+        lp,
+        numa,
+        pnid_read_back,
+        _kernels: (w.shared, w.own),
+    }))
+}

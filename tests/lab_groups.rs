@@ -1,0 +1,188 @@
+//! NUMA balancing's task grouping on a real 4-node kernel (the 4node-smt
+//! QEMU guest, Debian's 6.1, NUMA balancing on with its scan knobs scaled
+//! down so it acts within seconds), with the threaded probe under
+//! `numalab trace`:
+//!
+//! - four threads writing one shared array end in one `numa_group`, whose
+//!   id is one of theirs, and the array's pages end spread over nodes
+//!   (pseudo-interleaving), with pages migrated;
+//! - four threads with arrays of their own share no group (at most a group
+//!   of one, the thread's own id), take almost no shared faults, and each
+//!   one's pages end on the node NUMA balancing prefers for it;
+//! - the tracer follows every thread (its fork events);
+//! - `run --threads` runs the threaded probe as its samples.
+
+mod common;
+
+use common::{lab, record, sections};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+const SCRIPT: &str = r#"
+D=/sys/kernel/debug/sched/numa_balancing
+[ -d $D ] || mount -t debugfs none /sys/kernel/debug
+echo 1 > /proc/sys/kernel/numa_balancing
+echo 100 > $D/scan_delay_ms; echo 100 > $D/scan_period_min_ms; echo 400 > $D/scan_period_max_ms
+export NUMALAB_STATE_DIR=/tmp/state
+for m in shared private; do
+    numalab trace -o /tmp/trace-$m.json -- numalab probe --threads 4 --sharing $m --size 64M \
+        --counts 1 --min-time SECS --timeline-ms 500 --json > /tmp/probe-$m.json
+    echo "$m rc=$?"
+done
+# The threaded probe through `run` (the host backend's child probes).
+numalab run --threads 2 --sharing shared --samples 1 --size 8M --counts 1 --load 0 --nb 1 \
+    --pnid -1 --mem A --cpu F --out /tmp/run >/tmp/run.txt 2>&1
+echo "run rc=$?"
+for m in shared private; do
+    echo @@$m; cat /tmp/probe-$m.json
+    echo @@trace-$m; cat /tmp/trace-$m.json
+done
+echo @@sample; head -n 1 /tmp/run/samples.jsonl
+echo @@end
+"#;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// Each thread's (tid, group id, preferred node, private and shared faults).
+fn threads(r: &Value) -> Vec<(i64, i64, i64, u64, u64)> {
+    r["threads"]
+        .as_array()
+        .expect("a threaded record has threads")
+        .iter()
+        .map(|t| {
+            let n = &t["numa"];
+            let (mut p, mut s) = (0, 0);
+            for f in n["faults"].as_object().expect("faults per node").values() {
+                p += u(&f["task_private"]);
+                s += u(&f["task_shared"]);
+            }
+            (
+                t["tid"].as_i64().unwrap(),
+                n["numa_group_id"].as_i64().expect("numa_group_id"),
+                n["numa_preferred_nid"].as_i64().expect("preferred nid"),
+                p,
+                s,
+            )
+        })
+        .collect()
+}
+
+/// Array `i`'s pages per node at the timeline's last point where 90% of
+/// them were on a node (not read mid-migration: `timeline::last_placed`).
+fn last_pages(r: &Value, i: usize) -> BTreeMap<String, u64> {
+    let pts = r["timeline"]["points"].as_array().expect("a timeline");
+    pts.iter()
+        .rev()
+        .find_map(|p| {
+            let pages: BTreeMap<String, u64> = p["pages"][i]
+                .as_object()?
+                .iter()
+                .map(|(k, v)| (k.clone(), u(v)))
+                .collect();
+            let placed: u64 = pages.values().sum();
+            let off = u(&p["unplaced"][i]);
+            (placed > 0 && off * 10 <= placed + off).then_some(pages)
+        })
+        .unwrap_or_else(|| panic!("array {i}: never placed"))
+}
+
+/// The trace follows every thread: one task per tid, besides the probe's
+/// main thread.
+fn check_trace(trace: &Value, tids: &[i64], what: &str) {
+    let traced: BTreeSet<i64> = trace["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["pid"].as_i64().unwrap())
+        .collect();
+    for t in tids {
+        assert!(
+            traced.contains(t),
+            "{what}: thread {t} not traced: {traced:?}"
+        );
+    }
+    assert_eq!(u(&trace["lost_events"]), 0, "{what}: events lost");
+}
+
+#[test]
+fn threads_sharing_memory_group_and_private_ones_do_not() {
+    let secs = lab::sized("12", "25");
+    let Some(run) = lab::run("4node-smt", &SCRIPT.replace("SECS", secs), 600) else {
+        return;
+    };
+    let s = sections(&run.output);
+    for m in ["shared", "private"] {
+        assert!(run.output.contains(&format!("{m} rc=0")), "{}", run.output);
+    }
+
+    // Shared: one group, an id that is one of the threads'.
+    let sh = record(&s, "shared");
+    let t = threads(&sh);
+    assert_eq!(t.len(), 4);
+    let tids: Vec<i64> = t.iter().map(|x| x.0).collect();
+    let groups: BTreeSet<i64> = t.iter().map(|x| x.1).collect();
+    assert_eq!(groups.len(), 1, "shared: one group for all: {t:?}");
+    let g = *groups.iter().next().unwrap();
+    assert!(
+        g != 0 && tids.contains(&g),
+        "shared: group {g} is a thread's id: {t:?}"
+    );
+    // The shared array spread over at least two nodes holding 10% each.
+    let pages = last_pages(&sh, 0);
+    let total: u64 = pages.values().sum();
+    let big = pages.values().filter(|&&p| p * 10 >= total).count();
+    assert!(big >= 2, "shared: pages not spread: {pages:?}");
+    let pts = sh["timeline"]["points"].as_array().unwrap();
+    assert!(pts.len() >= 10, "shared: {} timeline points", pts.len());
+    assert!(
+        u(&pts.last().unwrap()["vmstat"]["numa_pages_migrated"]) > 0,
+        "shared: NUMA balancing migrated no page"
+    );
+    check_trace(&record(&s, "trace-shared"), &tids, "shared");
+
+    // Private: no two threads in one group and no shared fault (a stray
+    // one at most: the threads' start and end are the process's), each
+    // thread's pages on its preferred node. Regression test for private
+    // threads grouped by the allocator's globals (docs/numa-groups.md).
+    let pr = record(&s, "private");
+    let t = threads(&pr);
+    assert_eq!(t.len(), 4);
+    let shared_faults: u64 = t.iter().map(|x| x.4).sum();
+    assert!(
+        shared_faults <= 1,
+        "private: {shared_faults} shared faults: {t:?}"
+    );
+    for &(tid, gid, pref, private, _) in &t {
+        assert!(
+            gid == 0 || gid == tid,
+            "private: thread {tid} is in group {gid}: {t:?}"
+        );
+        assert!(
+            private > 0,
+            "private: thread {tid} took no NUMA fault: {t:?}"
+        );
+        let i = t.iter().position(|x| x.0 == tid).unwrap();
+        let pages = last_pages(&pr, i);
+        let total: u64 = pages.values().sum();
+        let on_pref = pages.get(&pref.to_string()).copied().unwrap_or(0);
+        assert!(
+            on_pref * 2 > total,
+            "private: thread {tid} prefers node {pref} but its pages are {pages:?}"
+        );
+    }
+    assert_eq!(
+        pr["timeline"]["arrays"],
+        serde_json::json!(["thread 0", "thread 1", "thread 2", "thread 3"])
+    );
+    let tids: Vec<i64> = t.iter().map(|x| x.0).collect();
+    check_trace(&record(&s, "trace-private"), &tids, "private");
+
+    assert!(run.output.contains("run rc=0"), "{}", run.output);
+    let sample = record(&s, "sample");
+    let p = &sample["probe"];
+    assert_eq!(p["spec"]["threads"]["count"], 2, "{}", p["spec"]);
+    assert_eq!(p["threads"].as_array().map(Vec::len), Some(2));
+    assert_eq!(p["timeline"]["arrays"], serde_json::json!(["shared"]));
+}

@@ -1,0 +1,335 @@
+//! The threaded probe on this machine (`probe --threads N --sharing ...`):
+//! the record's shape (one report per thread, a timeline of every array,
+//! the workload's passes adding up to the last thread's end), the memory
+//! split each sharing asks for, bad input refused with exit 2 before any
+//! work, the simulator refusing a threaded spec, and the timeline plotted.
+//! NUMA balancing's grouping itself needs several nodes: tests/lab_groups.rs.
+
+mod common;
+
+use serde_json::Value;
+use std::process::Command;
+
+fn probe(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .arg("probe")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn record(o: &std::process::Output) -> Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn pages(v: &Value) -> u64 {
+    v.as_object()
+        .map(|m| m.values().map(|p| p.as_u64().unwrap()).sum())
+        .unwrap_or(0)
+}
+
+#[test]
+fn each_sharing_splits_the_memory_and_every_thread_reports() {
+    // 12 MiB over 3 threads: shared, 3072 pages in one array; private,
+    // 1024 in each thread's; mix:50, 1536 shared and 512 in each.
+    for (sharing, arrays, per_array) in [
+        ("shared", vec!["shared"], vec![3072]),
+        (
+            "private",
+            vec!["thread 0", "thread 1", "thread 2"],
+            vec![1024, 1024, 1024],
+        ),
+        (
+            "mix:50",
+            vec!["shared", "thread 0", "thread 1", "thread 2"],
+            vec![1536, 512, 512, 512],
+        ),
+    ] {
+        let r = record(&probe(&[
+            "--threads",
+            "3",
+            "--sharing",
+            sharing,
+            "--size",
+            "12M",
+            "--counts",
+            "2",
+            "--timeline-ms",
+            "20",
+            "--json",
+        ]));
+        let what = format!("--sharing {sharing}");
+        assert_eq!(r["spec"]["threads"]["sharing"], sharing, "{what}");
+        let threads = r["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 3, "{what}");
+        let mut tids: Vec<i64> = threads.iter().map(|t| t["tid"].as_i64().unwrap()).collect();
+        tids.dedup();
+        assert_eq!(tids.len(), 3, "{what}: one tid each");
+        assert!(
+            !tids.contains(&r["pid"].as_i64().unwrap()),
+            "{what}: workers are not main"
+        );
+        let mut last_end = 0;
+        for (i, t) in threads.iter().enumerate() {
+            assert_eq!(t["index"], i as u64, "{what}");
+            assert_eq!(t["iterations_ns"].as_array().unwrap().len(), 2, "{what}");
+            let (start, end) = (
+                t["start_ns"].as_u64().unwrap(),
+                t["end_ns"].as_u64().unwrap(),
+            );
+            assert!(
+                end >= start + t["total_ns"].as_u64().unwrap() - 1,
+                "{what}: {t}"
+            );
+            assert_eq!(t["residency"]["total_ns"], t["total_ns"], "{what}");
+            last_end = last_end.max(end);
+            let own = pages(&t["own_pages_per_node"]);
+            assert_eq!(
+                own,
+                if sharing == "shared" {
+                    0
+                } else {
+                    per_array[per_array.len() - 1]
+                }
+            );
+        }
+        // The workload: from the release to the last thread's end, passes
+        // adding up to it.
+        let timing = &r["timing"];
+        assert_eq!(timing["total_ns"], last_end, "{what}");
+        let sum: u64 = timing["iterations_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, last_end, "{what}");
+        // Every array touched before the go, and in the timeline.
+        let total: u64 = per_array.iter().sum();
+        assert_eq!(pages(&r["placement"]["pages_per_node"]), total, "{what}");
+        let tl = &r["timeline"];
+        assert_eq!(tl["arrays"], serde_json::json!(arrays), "{what}");
+        let points = tl["points"].as_array().unwrap();
+        assert!(!points.is_empty(), "{what}");
+        let last = points.last().unwrap();
+        for (i, want) in per_array.iter().enumerate() {
+            let p = &last["pages"][i];
+            assert_eq!(
+                pages(p) + last["unplaced"][i].as_u64().unwrap(),
+                *want,
+                "{what}: {p}"
+            );
+        }
+        // Threads that ended their loops before a sample left it empty.
+        for p in points {
+            assert_eq!(p["threads"].as_array().unwrap().len(), 3, "{what}");
+        }
+        // The aggregate migrations and residency are the threads' sums.
+        let moves: u64 = threads
+            .iter()
+            .map(|t| t["migrations"]["total"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["migrations"]["total"], moves, "{what}");
+        let res: u64 = threads
+            .iter()
+            .map(|t| t["residency"]["total_ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["residency"]["total_ns"], res, "{what}");
+    }
+}
+
+#[test]
+fn the_summary_shows_every_thread_and_array() {
+    let o = probe(&[
+        "--threads",
+        "2",
+        "--sharing",
+        "private",
+        "--size",
+        "8M",
+        "--counts",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("threads: 2, sharing private (0 B shared, 4 MiB each own)"),
+        "{out}"
+    );
+    for want in [
+        "faults priv",
+        "numa groups at the end",
+        "thread 0",
+        "thread 1",
+        "settled",
+    ] {
+        assert!(out.contains(want), "{want:?} missing:\n{out}");
+    }
+}
+
+#[test]
+fn bad_thread_options_exit_2_before_any_work() {
+    for (args, says) in [
+        (&["--sharing", "private"][..], "--sharing"),
+        (
+            &["--threads", "1", "--sharing", "shared"][..],
+            "--sharing needs --threads 2",
+        ),
+        (&["--threads", "2", "--sharing", "mix:0"][..], "mix:P"),
+        (&["--threads", "2", "--sharing", "mix:100"][..], "mix:P"),
+        (
+            &["--threads", "2", "--sharing", "half"][..],
+            "expected shared, private or mix:P",
+        ),
+        (&["--threads", "0"][..], "--threads"),
+        (&["--threads", "5000"][..], "--threads"),
+        (
+            &["--threads", "4", "--sharing", "private", "--size", "8K"][..],
+            "at least one page",
+        ),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--json"]);
+        let o = probe(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// The simulator models no grouping, swap or pseudo-interleaving: a
+/// threaded `run` or `jobs` is refused, exit 2, naming what is missing,
+/// with nothing written.
+#[test]
+fn the_simulator_refuses_threads_naming_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = common::numalab_out(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--preset",
+            "ia64-4n",
+            "--threads",
+            "2",
+            "--samples",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 2, "{}", o.2);
+    assert!(
+        o.2.contains("does not model NUMA balancing's task grouping"),
+        "{}",
+        o.2
+    );
+    assert!(!out.exists(), "nothing written");
+    let o = common::numalab_out(
+        &[
+            "jobs",
+            "2",
+            "--backend",
+            "sim",
+            "--preset",
+            "ia64-4n",
+            "--",
+            "--threads",
+            "2",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 2, "{}", o.2);
+    assert!(
+        o.2.contains("does not model NUMA balancing's task grouping"),
+        "{}",
+        o.2
+    );
+}
+
+#[test]
+fn a_threaded_record_plots_its_timeline_and_a_classic_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let threaded = dir.path().join("threads.json");
+    let o = probe(&[
+        "--threads",
+        "2",
+        "--sharing",
+        "mix:25",
+        "--size",
+        "8M",
+        "--counts",
+        "2",
+        "--timeline-ms",
+        "10",
+        "--json",
+    ]);
+    std::fs::write(&threaded, record(&o).to_string()).unwrap();
+    let plots = dir.path().join("plots");
+    let o = common::numalab_out(
+        &[
+            "plot",
+            threaded.to_str().unwrap(),
+            "-o",
+            plots.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 0, "{}", o.2);
+    let svg = std::fs::read_to_string(plots.join("threads-timeline.svg")).unwrap();
+    for want in [
+        "Where the memory went",
+        "shared",
+        "thread 1",
+        "preferred node",
+    ] {
+        assert!(svg.contains(want), "{want:?} missing from the plot");
+    }
+    let classic = dir.path().join("classic.json");
+    let o = probe(&["--size", "1M", "--counts", "1", "--json"]);
+    std::fs::write(&classic, record(&o).to_string()).unwrap();
+    let o = common::numalab_out(
+        &[
+            "plot",
+            classic.to_str().unwrap(),
+            "-o",
+            dir.path().join("p2").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 2, "{}", o.2);
+    assert!(o.2.contains("has no timeline to plot"), "{}", o.2);
+    assert!(!dir.path().join("p2").exists());
+}
+
+/// examples/numa-groups.toml: the document's comparison (no tuning, NB,
+/// pinning; NB 0 and 1) for four threads on a shared array; the simulator
+/// refuses it.
+#[test]
+fn the_numa_groups_example_is_a_threaded_matrix() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/numa-groups.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let spec = numalab::run::spec::ExperimentSpec::from_toml(&text, "numa-groups.toml").unwrap();
+    let t = spec.probe.threads.expect("[probe.threads]");
+    assert_eq!((t.count, t.sharing.to_string()), (4, "shared".to_string()));
+    spec.check().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let o = common::numalab_out(
+        &[
+            "run",
+            "--spec",
+            path,
+            "--backend",
+            "sim",
+            "--preset",
+            "ia64-4n",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 2, "{}", o.2);
+    assert!(o.2.contains("--threads 4 (sharing shared)"), "{}", o.2);
+}
