@@ -547,7 +547,8 @@ pub struct ProbeArgs {
 
     /// With --threads: milliseconds between samples of every thread's NUMA
     /// state and every array's pages per node (0: none).
-    #[arg(long, default_value_t = crate::probe::Threads::DEFAULT_TIMELINE_MS, value_name = "MS")]
+    #[arg(long, default_value_t = crate::probe::Threads::DEFAULT_TIMELINE_MS, value_name = "MS",
+          requires = "threads")]
     pub timeline_ms: u32,
 
     /// The whole spec as JSON: how `run` and `jobs` hand a child probe its

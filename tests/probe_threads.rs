@@ -188,6 +188,7 @@ fn bad_thread_options_exit_2_before_any_work() {
             &["--threads", "4", "--sharing", "private", "--size", "8K"][..],
             "at least one page",
         ),
+        (&["--timeline-ms", "100"][..], "--threads"),
     ] {
         let mut a = args.to_vec();
         a.extend(["--json"]);
@@ -249,6 +250,24 @@ fn the_simulator_refuses_threads_naming_what_it_lacks() {
         "{}",
         o.2
     );
+    // A sample's trace follows one task: refused with threads, on any
+    // backend, before anything is written.
+    let o = common::numalab_out(
+        &[
+            "run",
+            "--threads",
+            "2",
+            "--trace",
+            "--samples",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 2, "{}", o.2);
+    assert!(o.2.contains("--trace with --threads"), "{}", o.2);
+    assert!(!out.exists(), "nothing written");
 }
 
 #[test]

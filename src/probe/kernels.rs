@@ -168,9 +168,8 @@ impl SharedArrays {
     pub fn new(arrays: Arrays) -> SharedArrays {
         SharedArrays(arrays)
     }
-    pub fn buffers(&self) -> Vec<&Buffer> {
-        self.0.buffers()
-    }
+    /// The ranges, for page read-back; never the buffers themselves, whose
+    /// safe slices would alias the other threads' atomic writes.
     pub fn ranges(&self) -> Vec<(usize, usize)> {
         self.0.ranges()
     }
@@ -270,11 +269,13 @@ impl Kernel {
     pub fn accesses_per_pass(&self) -> usize {
         self.n
     }
-    /// The mappings, for memory policy, THP advice and page read-back.
+    /// The mappings of arrays of its own, for memory policy, THP advice
+    /// and page read-back; none for shared ones (see
+    /// [`SharedArrays::ranges`]).
     pub fn buffers(&self) -> Vec<&Buffer> {
         match &self.words {
             Words::Own(a) => a.buffers(),
-            Words::Shared(s) => s.buffers(),
+            Words::Shared(_) => Vec::new(),
         }
     }
     /// The (address, bytes) ranges the kernel's accesses cover.

@@ -70,7 +70,7 @@ pub struct SamplerSpec {
 /// `every_ms`; then prints the timeline as JSON (`null` without one) on
 /// stdout, timestamps CLOCK_MONOTONIC (the probe makes them relative).
 pub fn sampler_main(spec_json: &str) -> anyhow::Result<()> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::os::fd::AsFd;
     let spec: SamplerSpec = serde_json::from_str(spec_json)
         .map_err(|e| crate::error::usage(format!("__timeline: not a sampler spec: {e}")))?;
@@ -82,9 +82,11 @@ pub fn sampler_main(spec_json: &str) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut next_sample = start;
     let mut next_line = start + std::time::Duration::from_secs(1);
+    // The raw fd, unbuffered: bytes held in a reader's buffer are bytes
+    // poll(2) cannot see.
     let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut buf = [0u8; 256];
+    let input = stdin.as_fd();
+    let mut buf = [0u8; 4096];
     while !events.all_done() {
         let now = Instant::now();
         if let Some(s) = sampler.as_mut() {
@@ -109,9 +111,8 @@ pub fn sampler_main(spec_json: &str) -> anyhow::Result<()> {
             tv_sec: wait.as_secs() as i64,
             tv_nsec: wait.subsec_nanos() as i64,
         };
-        let fd = input.as_fd();
         let mut fds = [rustix::event::PollFd::new(
-            &fd,
+            &input,
             rustix::event::PollFlags::IN,
         )];
         match rustix::event::poll(&mut fds, Some(&ts)) {
@@ -119,7 +120,11 @@ pub fn sampler_main(spec_json: &str) -> anyhow::Result<()> {
             Ok(_) => {}
             Err(e) => anyhow::bail!("poll on the probe threads' pipe: {e}"),
         }
-        let k = input.read(&mut buf)?;
+        let k = match rustix::io::read(input, &mut buf) {
+            Ok(k) => k,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => anyhow::bail!("reading the probe threads' pipe: {e}"),
+        };
         if k == 0 {
             break; // every worker gone
         }

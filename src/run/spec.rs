@@ -398,6 +398,13 @@ impl ExperimentSpec {
         }
         if let Some(t) = &self.probe.threads {
             crate::probe::check_threads(t, self.probe.size.bytes())?;
+            if self.trace {
+                return Err(usage(
+                    "--trace with --threads: a sample's trace follows the probe's task, and a \
+                     threaded probe's work is in its threads; trace one with `numalab trace -- \
+                     numalab probe --threads N ...`",
+                ));
+            }
         }
         Ok(())
     }

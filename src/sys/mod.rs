@@ -20,6 +20,27 @@ pub use buffer::Buffer;
 use crate::idset::IdSet;
 use std::io;
 
+/// Blocks SIGPIPE for the calling thread only: its writes to a pipe whose
+/// reader is gone fail with EPIPE instead of killing the process (numalab
+/// restores SIGPIPE's default action for its output: [`default_sigpipe`]).
+/// For a threaded probe's workers, whose pipe's reader is another process.
+pub fn block_sigpipe_in_this_thread() -> io::Result<()> {
+    // SAFETY: `set` is a local sigset_t initialised by sigemptyset before
+    // use; pthread_sigmask changes only the calling thread's mask and the
+    // old mask is not asked for (null).
+    let rc = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
 /// Restores the default SIGPIPE action, so `numalab topo | head` ends
 /// quietly like other command-line tools instead of panicking on EPIPE.
 pub fn default_sigpipe() {
@@ -57,7 +78,6 @@ pub fn mono_ns() -> u64 {
 pub struct ProcFile {
     file: Option<std::fs::File>,
     buf: Vec<u8>,
-    len: usize,
 }
 
 impl ProcFile {
@@ -67,25 +87,23 @@ impl ProcFile {
         ProcFile {
             file: std::fs::File::open(path).ok(),
             buf: vec![0; room],
-            len: 0,
         }
     }
 
     /// The file's text now (pread from offset 0; cut at the room); `None`
-    /// when it could not be opened or read.
+    /// when it could not be opened or read. The raw syscall (rustix), not
+    /// the C library's wrapper, which may read its globals.
     pub fn read(&mut self) -> Option<&str> {
-        use std::os::unix::fs::FileExt;
         let f = self.file.as_ref()?;
         let mut at = 0;
         while at < self.buf.len() {
-            match f.read_at(&mut self.buf[at..], at as u64) {
+            match rustix::io::pread(f, &mut self.buf[at..], at as u64) {
                 Ok(0) => break,
                 Ok(k) => at += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return None,
             }
         }
-        self.len = at;
         std::str::from_utf8(&self.buf[..at]).ok()
     }
 }

@@ -454,13 +454,6 @@ fn sim_kinds(moves: Option<Moves>) -> BalanceKinds {
     }
 }
 
-/// A sample's seed from the run's seed, its row and its index. Each part
-/// goes into its own round of SplitMix64's bijective mix, added (times an
-/// odd constant) to the previous round's output, so two samples share a
-/// seed only if two mixed 64-bit values differ by a small multiple of that
-/// constant. (Until model 6 the three were XORed into one word, and the
-/// run's seed and the index landed on the same low bits: the samples of
-/// `--seed 2` were those of `--seed 1`, reordered.)
 /// Refuses a probe the simulator does not model: a threaded one, whose
 /// point is NUMA balancing's task grouping, task swaps and
 /// pseudo-interleaving, none of which the model has (docs/sim.md).
@@ -476,6 +469,13 @@ pub fn check_probe(threads: Option<crate::probe::Threads>) -> anyhow::Result<()>
     }
 }
 
+/// A sample's seed from the run's seed, its row and its index. Each part
+/// goes into its own round of SplitMix64's bijective mix, added (times an
+/// odd constant) to the previous round's output, so two samples share a
+/// seed only if two mixed 64-bit values differ by a small multiple of that
+/// constant. (Until model 6 the three were XORed into one word, and the
+/// run's seed and the index landed on the same low bits: the samples of
+/// `--seed 2` were those of `--seed 1`, reordered.)
 pub fn seed_of(run_seed: u64, row: usize, index: u32) -> u64 {
     let round = |h: u64, part: u64, k: u64| {
         crate::rng::SplitMix64::new(h.wrapping_add(part.wrapping_mul(k))).next_u64()

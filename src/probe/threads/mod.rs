@@ -6,8 +6,9 @@
 //! data, then starts its workers: autonumabench's NUMA01), and starts N
 //! workers. Each worker first-touches its own array, says it is ready,
 //! waits to be let go, runs the classic probe's timed loop (with its own
-//! self-observation), reads its own NUMA state and ends. Meanwhile the
-//! calling thread samples the [`timeline`](super::timeline).
+//! self-observation), reads its own NUMA state and ends. Meanwhile a
+//! process of its own samples the [`timeline`](super::timeline), and the
+//! calling thread only waits for it.
 //!
 //! Why pipes and not a `Barrier` or a channel: NUMA balancing puts two
 //! threads in one `numa_group` when one takes a hinting fault on a
@@ -60,6 +61,8 @@ struct Worker {
 struct Out {
     index: usize,
     tid: i32,
+    /// Accesses in one of its passes.
+    per_pass: u64,
     warm_up_ns: u64,
     own_pages: BTreeMap<u32, u64>,
     lp: LoopOut,
@@ -162,6 +165,10 @@ pub fn run(
     let (ready_r, ready_w) = pipe()?;
     let (go_r, mut go_w) = pipe()?;
     let (events_r, events_w) = pipe()?;
+    // Room for many passes' bytes while the timeline process is busy
+    // sampling (a full pipe would stall the workers in their loops); the
+    // default 64 KiB where the kernel refuses more.
+    let _ = rustix::pipe::fcntl_setpipe_size(&events_w, 1 << 20);
     let mut workers = Vec::with_capacity(n);
     for i in 0..n {
         let own = if own_bytes > 0 {
@@ -200,11 +207,20 @@ pub fn run(
     let mut handles = Vec::with_capacity(n);
     for w in workers {
         let name = format!("probe-{}", w.index);
-        let h = std::thread::Builder::new()
+        match std::thread::Builder::new()
             .name(name)
             .spawn(move || work(w))
-            .context("starting a probe thread")?;
-        handles.push(h);
+        {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // The ones started are called off and joined, not left
+                // behind (a thread limit, e.g. cgroup pids.max).
+                drop(go_w);
+                let started = handles.len();
+                let _ = join(handles);
+                return Err(anyhow!("starting probe thread {} of {n}: {e}", started + 1));
+            }
+        }
     }
 
     // Every worker ready (or gone), then the go.
@@ -252,8 +268,17 @@ pub fn run(
     };
     let go_mono_ns = sys::mono_ns();
     if sampler.is_some() {
-        // One byte each; a worker that reads none (the writer dropped) ends.
-        let _ = go_w.write_all(&vec![0u8; n]);
+        // One byte each (from the stack: no allocation once workers run);
+        // a worker that reads none (the writer dropped) ends.
+        let zeros = [0u8; 512];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(zeros.len());
+            if go_w.write_all(&zeros[..k]).is_err() {
+                break;
+            }
+            left -= k;
+        }
     }
     drop(go_w);
     // Nothing runs in this process now but the workers: this thread waits
@@ -396,6 +421,9 @@ fn placement_pages(arrays: &[(String, Vec<(usize, usize)>)]) -> (BTreeMap<u32, u
 /// One worker, on its own thread; `None` when called off before the go
 /// (another worker failed).
 fn work(mut w: Worker) -> anyhow::Result<Option<Out>> {
+    // A pipe's reader gone (the timeline process, the caller on an error)
+    // is an EPIPE here, ignored, not the death of the whole probe.
+    crate::sys::block_sigpipe_in_this_thread().context("blocking SIGPIPE")?;
     // Written with the raw syscall (rustix), not the C library's wrapper:
     // nothing between the go and the last reading may read its globals.
     let events = w.events;
@@ -474,6 +502,7 @@ fn work(mut w: Worker) -> anyhow::Result<Option<Out>> {
     Ok(Some(Out {
         index,
         tid,
+        per_pass: per_pass as u64,
         warm_up_ns,
         own_pages,
         lp,

@@ -58,7 +58,7 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
             .collect();
         seen = seen.union(&t_seen);
         let passes = o.lp.iterations_ns.len() as u64;
-        let per_pass = per_pass_of(spec, outs.len());
+        let per_pass = o.per_pass;
         accesses += per_pass * passes;
         let loop_start_mono = ob.start_mono_ns + o.lp.loop_start_ns;
         threads.push(ThreadReport {
@@ -139,7 +139,7 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
         pid: sys::pid(),
         start_unix_ns: parts.start_unix_ns,
         timing: Timing {
-            accesses_per_iteration: per_pass_of(spec, outs.len()) * outs.len() as u64,
+            accesses_per_iteration: outs.iter().map(|o| o.per_pass).sum(),
             iterations_ns,
             total_ns,
             ns_per_access: total_ns as f64 / accesses.max(1) as f64,
@@ -174,23 +174,6 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
         threads,
         timeline: parts.timeline,
     }
-}
-
-/// Accesses one thread makes in a pass (see `work`).
-fn per_pass_of(spec: &ProbeSpec, n: usize) -> u64 {
-    let t = spec.threads.expect("a threaded spec");
-    let (shared, own) = t.sharing.split(spec.size.bytes(), t.count);
-    let s = if shared > 0 {
-        (spec.pattern.accesses_per_pass(shared) / n as u64).max(1)
-    } else {
-        0
-    };
-    let o = if own > 0 {
-        spec.pattern.accesses_per_pass(own)
-    } else {
-        0
-    };
-    s + o
 }
 
 fn observation_report(spec: &ProbeSpec, o: &Out) -> ObservationReport {
