@@ -178,6 +178,29 @@ pub fn check_output_dir(dir: &Path, what: &str, inputs: &[Input]) -> anyhow::Res
     Ok(())
 }
 
+/// Reads a versioned JSON record of `what` from `path`: exit 2 (usage)
+/// when the file cannot be read, is not such a record, or carries another
+/// schema than `schema` (`schema_of` gives the record's).
+pub fn read_json_record<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    schema: &str,
+    schema_of: impl Fn(&T) -> &str,
+) -> anyhow::Result<T> {
+    let text = crate::input::read_input_text(path, what, crate::input::RECORD_LIMIT)?;
+    let rec: T = serde_json::from_str(text.trim()).map_err(|e| {
+        crate::error::usage(format!("{}: not a numalab {what}: {e}", path.display()))
+    })?;
+    if schema_of(&rec) != schema {
+        return Err(crate::error::usage(format!(
+            "{}: schema {:?}, expected {schema:?}",
+            path.display(),
+            schema_of(&rec)
+        )));
+    }
+    Ok(rec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -207,52 +207,31 @@ fn bad_thread_options_exit_2_before_any_work() {
 fn the_simulator_refuses_threads_naming_what_it_lacks() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let o = common::numalab_out(
+    let o = out.to_str().unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let (rc, _, err) = common::numalab_out(args, dir.path());
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?}: nothing written");
+    };
+    let lacks = "does not model NUMA balancing's task grouping";
+    let sim = ["--backend", "sim", "--preset", "ia64-4n"];
+    refused(
         &[
-            "run",
-            "--backend",
-            "sim",
-            "--preset",
-            "ia64-4n",
-            "--threads",
-            "2",
-            "--samples",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
+            &["run"][..],
+            &sim,
+            &["--threads", "2", "--samples", "1", "--out", o],
+        ]
+        .concat(),
+        lacks,
     );
-    assert_eq!(o.0, 2, "{}", o.2);
-    assert!(
-        o.2.contains("does not model NUMA balancing's task grouping"),
-        "{}",
-        o.2
-    );
-    assert!(!out.exists(), "nothing written");
-    let o = common::numalab_out(
-        &[
-            "jobs",
-            "2",
-            "--backend",
-            "sim",
-            "--preset",
-            "ia64-4n",
-            "--",
-            "--threads",
-            "2",
-        ],
-        dir.path(),
-    );
-    assert_eq!(o.0, 2, "{}", o.2);
-    assert!(
-        o.2.contains("does not model NUMA balancing's task grouping"),
-        "{}",
-        o.2
+    refused(
+        &[&["jobs", "2"][..], &sim, &["--", "--threads", "2"]].concat(),
+        lacks,
     );
     // A sample's trace follows one task: refused with threads, on any
     // backend, before anything is written.
-    let o = common::numalab_out(
+    refused(
         &[
             "run",
             "--threads",
@@ -261,13 +240,10 @@ fn the_simulator_refuses_threads_naming_what_it_lacks() {
             "--samples",
             "1",
             "--out",
-            out.to_str().unwrap(),
+            o,
         ],
-        dir.path(),
+        "--trace with --threads",
     );
-    assert_eq!(o.0, 2, "{}", o.2);
-    assert!(o.2.contains("--trace with --threads"), "{}", o.2);
-    assert!(!out.exists(), "nothing written");
 }
 
 #[test]

@@ -55,21 +55,9 @@ pub struct ProbeRecord {
 /// Reads a `numalab probe --json` record from `path` (exit 2 naming what
 /// is wrong when it is not one).
 pub fn read_record(path: &std::path::Path) -> anyhow::Result<ProbeRecord> {
-    let text = crate::input::read_input_text(path, "probe record", crate::input::RECORD_LIMIT)?;
-    let rec: ProbeRecord = serde_json::from_str(text.trim()).map_err(|e| {
-        crate::error::usage(format!(
-            "{}: not a numalab probe record: {e}",
-            path.display()
-        ))
-    })?;
-    if rec.schema != SCHEMA {
-        return Err(crate::error::usage(format!(
-            "{}: schema {:?}, expected {SCHEMA:?}",
-            path.display(),
-            rec.schema
-        )));
-    }
-    Ok(rec)
+    crate::paths::read_json_record(path, "probe record", SCHEMA, |r: &ProbeRecord| {
+        r.schema.as_str()
+    })
 }
 
 /// The `schema` of a JSON record, if it has one: which reader a file needs.

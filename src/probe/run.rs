@@ -25,18 +25,12 @@ pub fn run(
     mut progress: impl FnMut(u32, u64),
 ) -> anyhow::Result<ProbeRecord> {
     let spec = &v.spec;
-    let start_unix_ns = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    // Before any placement, so the delta covers binding, warm-up and loop.
-    let numa_start = NumaStart::read();
-
-    if let Some(cpus) = &v.bind_cpus {
-        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
-    }
-    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
-
+    let Placed {
+        start_unix_ns,
+        numa_start,
+        allowed_cpus,
+        policy,
+    } = place(v)?;
     let pnid = match (&v.pnid, spec.pnid) {
         (Some(iface), Some(nid)) => {
             iface.set(0, nid).with_context(|| {
@@ -54,30 +48,9 @@ pub fn run(
         _ => None,
     };
 
-    let policy = match &spec.mem {
-        MemPlacement::Float => None,
-        MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
-        MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
-        MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
-    };
-    // The whole process: every allocation from here on, and for NUMA
-    // balancing every VMA without a policy of its own (as numactl sets it
-    // before exec; what this process touched before now stays where it is).
-    if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
-        numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
-    }
     let mut kernel = Kernel::map(spec.pattern, spec.size.bytes() as usize)
         .with_context(|| format!("mapping a {} byte buffer", spec.size.bytes()))?;
-    for b in kernel.buffers() {
-        match spec.thp {
-            ThpMode::System => {}
-            ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
-            ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
-        }
-        if let (Some(p), PolicyScope::Buffer) = (&policy, spec.bind_scope) {
-            numa::mbind(b.addr(), b.bytes(), p).with_context(|| format!("mbind {p:?}"))?;
-        }
-    }
+    prepare(spec, policy.as_ref(), &kernel.buffers())?;
 
     let kit = LoopKit::new(spec);
     let warm = Instant::now();
@@ -220,6 +193,70 @@ pub(super) fn mismatches(
         }
     }
     mismatches
+}
+
+/// What placing the probe's task gave: its start, the NUMA counters then,
+/// the CPUs it may use, and the memory policy its buffers get.
+pub(super) struct Placed {
+    pub start_unix_ns: u128,
+    pub numa_start: NumaStart,
+    pub allowed_cpus: IdSet,
+    pub policy: Option<numa::Policy>,
+}
+
+/// Places the calling thread as `v` asks (threads it starts inherit its
+/// affinity and process memory policy): binds its CPUs, and for the
+/// `process` scope sets the memory policy of the whole probe.
+pub(super) fn place(v: &Validated) -> anyhow::Result<Placed> {
+    let spec = &v.spec;
+    let start_unix_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    // Before any placement, so the delta covers binding, warm-up and loop.
+    let numa_start = NumaStart::read();
+    if let Some(cpus) = &v.bind_cpus {
+        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
+    }
+    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
+    let policy = match &spec.mem {
+        MemPlacement::Float => None,
+        MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
+        MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
+        MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
+    };
+    // The whole process: every allocation from here on, and for NUMA
+    // balancing every VMA without a policy of its own (as numactl sets it
+    // before exec; what this process touched before now stays where it is).
+    if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
+        numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
+    }
+    Ok(Placed {
+        start_unix_ns,
+        numa_start,
+        allowed_cpus,
+        policy,
+    })
+}
+
+/// THP advice and, for the `buffer` scope, the memory policy, on buffers
+/// mapped and not yet touched.
+pub(super) fn prepare(
+    spec: &ProbeSpec,
+    policy: Option<&numa::Policy>,
+    buffers: &[&Buffer],
+) -> anyhow::Result<()> {
+    for b in buffers {
+        match spec.thp {
+            ThpMode::System => {}
+            ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
+            ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
+        }
+        if let (Some(p), PolicyScope::Buffer) = (policy, spec.bind_scope) {
+            numa::mbind(b.addr(), b.bytes(), p).with_context(|| format!("mbind {p:?}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// This machine as records name it.

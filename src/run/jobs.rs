@@ -204,20 +204,10 @@ pub struct SimJobsMeta {
 
 /// Reads a record written by `numalab jobs --out` (or `--format json`).
 pub fn read_record(path: &std::path::Path) -> anyhow::Result<JobsRecord> {
-    let text = crate::input::read_input_text(path, "jobs record", crate::input::RECORD_LIMIT)?;
-    let rec: JobsRecord = serde_json::from_str(&text).map_err(|e| {
-        crate::error::usage(format!(
-            "{}: not a numalab jobs record: {e}",
-            path.display()
-        ))
-    })?;
-    if rec.schema != SCHEMA {
-        return Err(crate::error::usage(format!(
-            "{}: schema {:?}, expected {SCHEMA:?}",
-            path.display(),
-            rec.schema
-        )));
-    }
+    let rec: JobsRecord =
+        crate::paths::read_json_record(path, "jobs record", SCHEMA, |r: &JobsRecord| {
+            r.schema.as_str()
+        })?;
     // A run makes at least one job; a record without any was cut or made
     // by hand, and an empty table would pass for a result.
     if rec.jobs.is_empty() {

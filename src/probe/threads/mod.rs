@@ -27,18 +27,18 @@ mod record;
 use super::events;
 use super::kernels::{Arrays, Kernel, SharedArrays};
 use super::record::ProbeRecord;
-use super::run::{self as classic, LoopKit, LoopOut, NumaStart};
+use super::run::{self as classic, LoopKit, LoopOut};
 use super::timeline::{pages_of, SamplerSpec, Timeline};
-use super::{pnid, MemPlacement, ProbeSpec, ThpMode, Threads, Validated};
+use super::{pnid, ProbeSpec, Threads, Validated};
 use crate::analysis::{parse_proc_sched_numa, NumaSched};
-use crate::sys::{self, buffer::Thp, numa, numa::PolicyScope};
+use crate::sys;
 use crate::topology::Topology;
 use anyhow::{anyhow, Context};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// The huge page size private arrays are aligned to (x86-64 PMD).
 const HUGE: usize = 2 << 20;
@@ -107,38 +107,14 @@ pub fn run(
 ) -> anyhow::Result<ProbeRecord> {
     let spec = &v.spec;
     let n = t.count as usize;
-    let start_unix_ns = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let numa_start = NumaStart::read();
-    // Threads inherit the caller's affinity and process memory policy.
-    if let Some(cpus) = &v.bind_cpus {
-        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
-    }
-    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
-    let policy = match &spec.mem {
-        MemPlacement::Float => None,
-        MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
-        MemPlacement::Preferred(n) => Some(numa::Policy::Preferred(*n)),
-        MemPlacement::Interleave(ns) => Some(numa::Policy::Interleave(ns.clone())),
-    };
-    if let (Some(p), PolicyScope::Process) = (&policy, spec.bind_scope) {
-        numa::set_mempolicy(p).with_context(|| format!("set_mempolicy {p:?}"))?;
-    }
-    let prepare = |a: &Arrays| -> anyhow::Result<()> {
-        for b in a.buffers() {
-            match spec.thp {
-                ThpMode::System => {}
-                ThpMode::On => b.advise_thp(Thp::On).context("madvise(MADV_HUGEPAGE)")?,
-                ThpMode::Off => b.advise_thp(Thp::Off).context("madvise(MADV_NOHUGEPAGE)")?,
-            }
-            if let (Some(p), PolicyScope::Buffer) = (&policy, spec.bind_scope) {
-                numa::mbind(b.addr(), b.bytes(), p).with_context(|| format!("mbind {p:?}"))?;
-            }
-        }
-        Ok(())
-    };
+    // The workers inherit this thread's affinity and process policy.
+    let classic::Placed {
+        start_unix_ns,
+        numa_start,
+        allowed_cpus,
+        policy,
+    } = classic::place(v)?;
+    let prepare = |a: &Arrays| classic::prepare(spec, policy.as_ref(), &a.buffers());
     let (shared_bytes, own_bytes) = t.sharing.split(spec.size.bytes(), t.count);
     let map = |bytes: u64, align: usize| {
         Arrays::map(spec.pattern, bytes as usize, align)
