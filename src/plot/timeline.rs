@@ -8,7 +8,7 @@
 
 use super::style::{self, Glyph};
 use crate::probe::record::ProbeRecord;
-use crate::probe::timeline::{group_since, settled_ns, Timeline, SETTLED_PER_S};
+use crate::probe::timeline::{group_since, placed, settled_ns, Timeline, SETTLED_PER_S};
 use plotters::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -62,9 +62,9 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
         ),
     ];
     let mut notes = vec![
-        "Bands: the array's resident pages per node, as % of those placed at that moment \
-         (pages in the middle of a migration are on no node). Settled: from then on under \
-         1% of the array's pages a second changed node."
+        "Bands: the array's resident pages per node, as % of those placed at that moment; \
+         a reading with over 10% of its pages on no node (mid-migration) is left out. \
+         Settled: from then on under 1% of the array's pages a second changed node."
             .to_string(),
         "Lower panel: each thread's preferred node while it ran (numa_preferred_nid; none: \
          -1), lines offset a little per thread; ring: when it joined the NUMA group it ended \
@@ -120,9 +120,12 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
                 .label_style(style::sans(style::SMALL))
                 .draw()?;
             // Cumulative shares per point, node by node, drawn as bands.
+            // Readings taken mid-migration say nothing of where the pages
+            // are: the bands join the readings on either side.
             let shares: Vec<(f64, Vec<f64>)> = tl
                 .points
                 .iter()
+                .filter(|p| placed(p, i))
                 .map(|p| {
                     let m = p.pages.get(i).cloned().unwrap_or_default();
                     let total = m.values().sum::<u64>().max(1) as f64;

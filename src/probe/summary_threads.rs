@@ -6,7 +6,7 @@
 
 use super::record::ProbeRecord;
 use super::timeline::{
-    group_since, last_placed, settled_ns, Timeline, QUIET_INTERVALS, SETTLED_PER_S,
+    first_placed, group_since, last_placed, settled_ns, Timeline, QUIET_INTERVALS, SETTLED_PER_S,
 };
 use crate::table::Table;
 use crate::units::fmt_size;
@@ -146,7 +146,7 @@ fn group_line(r: &ProbeRecord) -> String {
 /// settled; the pages NUMA balancing migrated over the run.
 fn arrays_lines(tl: &Timeline) -> String {
     let mut out = String::new();
-    let (Some(first), Some(last)) = (tl.points.first(), tl.points.last()) else {
+    let (Some(_), Some(last)) = (tl.points.first(), tl.points.last()) else {
         return "timeline: no sample taken\n".into();
     };
     let _ = writeln!(
@@ -164,7 +164,7 @@ fn arrays_lines(tl: &Timeline) -> String {
         let empty = BTreeMap::new();
         table.row(vec![
             name.clone(),
-            pages_list(first.pages.get(i).unwrap_or(&empty)),
+            pages_list(first_placed(tl, i).unwrap_or(&empty)),
             pages_list(last_placed(tl, i).unwrap_or(&empty)),
             match settled_ns(tl, i, SETTLED_PER_S) {
                 Some(at) => format!("at {}", secs(at)),

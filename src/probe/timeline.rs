@@ -244,8 +244,18 @@ pub fn last_placed(t: &Timeline, array: usize) -> Option<&BTreeMap<u32, u64>> {
         .and_then(|p| p.pages.get(array))
 }
 
-/// At least 90% of array `array`'s pages were on a node at point `p`.
-fn placed(p: &Point, array: usize) -> bool {
+/// Array `array`'s pages per node at the first point where at least 90%
+/// of them were on a node (see [`last_placed`]).
+pub fn first_placed(t: &Timeline, array: usize) -> Option<&BTreeMap<u32, u64>> {
+    t.points
+        .iter()
+        .find(|p| placed(p, array))
+        .and_then(|p| p.pages.get(array))
+}
+
+/// At least 90% of array `array`'s pages were on a node at point `p`: a
+/// reading that says where the pages are.
+pub fn placed(p: &Point, array: usize) -> bool {
     let Some(pages) = p.pages.get(array) else {
         return false;
     };
