@@ -114,6 +114,13 @@ impl Observer {
 }
 
 impl Observation {
+    /// Every CPU the observer saw: the first, and each one moved to.
+    pub fn seen_cpus(&self) -> crate::idset::IdSet {
+        std::iter::once(self.start_cpu)
+            .chain(self.changes.iter().map(|m| m.to))
+            .collect()
+    }
+
     /// The changes within `[from_ns, to_ns)`.
     pub fn changes_between(&self, from_ns: u64, to_ns: u64) -> Vec<Migration> {
         self.changes

@@ -208,6 +208,30 @@ pub struct ObservationReport {
     pub changes: Vec<Migration>,
 }
 
+impl ObservationReport {
+    /// What `spec`'s observer saw, its timed loop from `loop_start_ns` to
+    /// `loop_end_ns` (from the observer's start).
+    pub fn new(
+        spec: &ProbeSpec,
+        o: &super::observe::Observation,
+        loop_start_ns: u64,
+        loop_end_ns: u64,
+    ) -> ObservationReport {
+        ObservationReport {
+            enabled: spec.observe_every > 0,
+            check_every_accesses: spec.observe_every,
+            start_mono_ns: o.start_mono_ns,
+            kernel_migrations: o.kernel_migrations,
+            end_ns: o.end_ns,
+            start_cpu: o.start_cpu,
+            end_cpu: o.end_cpu,
+            loop_start_ns,
+            loop_end_ns,
+            changes: o.changes.clone(),
+        }
+    }
+}
+
 /// The kernel's NUMA-balancing view of the run (see
 /// [`crate::analysis::numastat`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

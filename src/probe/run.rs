@@ -71,14 +71,8 @@ pub fn run(
     } = timed_loop(spec, per_pass, kit, |n| kernel.run(n), &mut progress);
 
     // Placement against the request.
-    let total_pages: u64 = pages_per_node.values().sum();
-    let mem_node = pages_per_node
-        .iter()
-        .find(|(_, &p)| p * 2 > total_pages)
-        .map(|(&n, _)| n);
-    let seen_cpus: IdSet = std::iter::once(observation.start_cpu)
-        .chain(observation.changes.iter().map(|m| m.to))
-        .collect();
+    let mem_node = majority(&pages_per_node);
+    let seen_cpus = observation.seen_cpus();
     let mismatches = mismatches(spec, topo, &pages_per_node, pages_unplaced, &seen_cpus);
 
     let ref_node = spec.requested_mem_node().or(mem_node);
@@ -123,18 +117,7 @@ pub fn run(
         migrations,
         migrations_whole,
         residency,
-        observation: ObservationReport {
-            enabled: spec.observe_every > 0,
-            check_every_accesses: spec.observe_every,
-            start_mono_ns: observation.start_mono_ns,
-            kernel_migrations: observation.kernel_migrations,
-            end_ns: observation.end_ns,
-            start_cpu: observation.start_cpu,
-            end_cpu: observation.end_cpu,
-            loop_start_ns,
-            loop_end_ns,
-            changes: observation.changes,
-        },
+        observation: ObservationReport::new(spec, &observation, loop_start_ns, loop_end_ns),
         numa,
         cpu_time,
         threads: Vec::new(),
@@ -193,6 +176,12 @@ pub(super) fn mismatches(
         }
     }
     mismatches
+}
+
+/// The node holding more than half of `pages`, if one does.
+pub(super) fn majority(pages: &BTreeMap<u32, u64>) -> Option<u32> {
+    let total: u64 = pages.values().sum();
+    pages.iter().find(|(_, &p)| p * 2 > total).map(|(&n, _)| n)
 }
 
 /// What placing the probe's task gave: its start, the NUMA counters then,

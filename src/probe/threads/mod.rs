@@ -382,16 +382,8 @@ impl RunningSampler {
 /// Pages per node of every array after the first touches, and pages on
 /// none.
 fn placement_pages(arrays: &[(String, Vec<(usize, usize)>)]) -> (BTreeMap<u32, u64>, u64) {
-    let mut per_node = BTreeMap::new();
-    let mut unplaced = 0;
-    for (_, ranges) in arrays {
-        let (p, u) = pages_of(0, ranges);
-        for (n, c) in p {
-            *per_node.entry(n).or_insert(0) += c;
-        }
-        unplaced += u;
-    }
-    (per_node, unplaced)
+    let ranges: Vec<(usize, usize)> = arrays.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+    pages_of(0, &ranges)
 }
 
 /// One worker, on its own thread; `None` when called off before the go

@@ -10,9 +10,9 @@ use crate::probe::record::{
     CpuTime, NumaReport, ObservationReport, Placement, PnidReport, ProbeRecord, ThreadReport,
     Timing, SCHEMA,
 };
-use crate::probe::run as classic;
+use crate::probe::run::{self as classic, majority};
 use crate::probe::timeline::Timeline;
-use crate::probe::{ProbeSpec, Validated};
+use crate::probe::Validated;
 use crate::sys::{self, numa};
 use crate::topology::Topology;
 use std::collections::BTreeMap;
@@ -29,15 +29,10 @@ pub(super) struct Parts {
     pub(super) timeline: Option<Timeline>,
 }
 
-/// The node holding more than half of `pages`.
-fn majority(pages: &BTreeMap<u32, u64>) -> Option<u32> {
-    let total: u64 = pages.values().sum();
-    pages.iter().find(|(_, &p)| p * 2 > total).map(|(&n, _)| n)
-}
-
 pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out>) -> ProbeRecord {
     let spec = &v.spec;
     let mem_node = majority(&parts.pages_per_node);
+    let ref_node = spec.requested_mem_node().or(mem_node);
     let go = parts.go_mono_ns;
     let since_go = |mono: u64| mono.saturating_sub(go);
     let mut threads = Vec::with_capacity(outs.len());
@@ -47,15 +42,15 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
     let mut accesses = 0u64;
     for o in &outs {
         let ob = &o.lp.observation;
+        // Against the node asked for, else its own array's, else the
+        // workload's.
         let reference = spec
             .requested_mem_node()
             .or(majority(&o.own_pages))
             .or(mem_node);
         let in_loop = ob.changes_between(o.lp.loop_start_ns, o.lp.loop_end_ns + 1);
         let segs = ob.segments_between(o.lp.loop_start_ns, o.lp.loop_end_ns);
-        let t_seen: IdSet = std::iter::once(ob.start_cpu)
-            .chain(ob.changes.iter().map(|m| m.to))
-            .collect();
+        let t_seen = ob.seen_cpus();
         seen = seen.union(&t_seen);
         let passes = o.lp.iterations_ns.len() as u64;
         let per_pass = o.per_pass;
@@ -74,7 +69,7 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
             migrations: classify(topo, reference, &in_loop),
             residency: residency(topo, reference, &segs),
             seen_cpus: t_seen,
-            observation: observation_report(spec, o),
+            observation: ObservationReport::new(spec, ob, o.lp.loop_start_ns, o.lp.loop_end_ns),
             numa: o.numa.clone(),
             cpu_time: o.lp.cpu_time.clone(),
         });
@@ -165,29 +160,13 @@ pub(super) fn record(v: &Validated, topo: &Topology, parts: Parts, outs: Vec<Out
             seen_cpus: seen,
             mismatches,
         },
-        migrations: classify(topo, spec.requested_mem_node().or(mem_node), &all_moves),
-        migrations_whole: classify(topo, spec.requested_mem_node().or(mem_node), &all_whole),
-        residency: residency(topo, spec.requested_mem_node().or(mem_node), &all_segments),
+        migrations: classify(topo, ref_node, &all_moves),
+        migrations_whole: classify(topo, ref_node, &all_whole),
+        residency: residency(topo, ref_node, &all_segments),
         observation: threads[0].observation.clone(),
         numa: parts.numa,
         cpu_time: cpu,
         threads,
         timeline: parts.timeline,
-    }
-}
-
-fn observation_report(spec: &ProbeSpec, o: &Out) -> ObservationReport {
-    let ob = &o.lp.observation;
-    ObservationReport {
-        enabled: spec.observe_every > 0,
-        check_every_accesses: spec.observe_every,
-        start_mono_ns: ob.start_mono_ns,
-        kernel_migrations: ob.kernel_migrations,
-        end_ns: ob.end_ns,
-        start_cpu: ob.start_cpu,
-        end_cpu: ob.end_cpu,
-        loop_start_ns: o.lp.loop_start_ns,
-        loop_end_ns: o.lp.loop_end_ns,
-        changes: ob.changes.clone(),
     }
 }
