@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # NUMA balancing's group behaviour on numalab's threaded probe (issue #29):
-# four threads on 64 MiB, --sharing shared, private and mix:25, 20 s each
-# under `numalab trace`, then four 2-thread shared instances side by side
-# (`numalab jobs 4 -- --threads 2`), in the 4node-smt lab guest (4 nodes x
+# four threads on 64 MiB, --sharing shared, private and mix:25, then four
+# processes on one 64 MiB shared memory segment without and with
+# --shm-numa-balancing, 20 s each under `numalab trace`; then four 2-thread
+# shared instances side by side (`numalab jobs 4 -- --threads 2`), under
+# NB 1 floating and under NB 0 each pinned to a node of its own (`--home
+# auto --home-cpu pin`, numactl's manual pinning); in the 4node-smt lab
+# guest (4 nodes x
 # 2 CPUs) with NB on and its scan knobs at 100/100/400 ms, on Debian's 6.1
 # and the lab's 6.12 kernel side by side (one host core each). Prints per
 # run and thread: group id, preferred node, faults private/shared, time per
@@ -12,7 +16,7 @@
 #
 #   bash bench/numa_groups_probe.sh
 #
-# About 4 minutes on the 2-core machine with the lab kernel cached (it is
+# About 5 minutes on the 2-core machine with the lab kernel cached (it is
 # built first when it is not, 10-15 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,13 +41,21 @@ echo 1 > /proc/sys/kernel/numa_balancing
 echo 100 > $D/scan_delay_ms; echo 100 > $D/scan_period_min_ms; echo 400 > $D/scan_period_max_ms
 export NUMALAB_STATE_DIR=/tmp/state
 echo "@@kernel $(uname -r), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
-for m in shared private mix:25; do
-    numalab trace -o /tmp/t.json -- numalab probe --threads 4 --sharing $m --size 64M \
+for m in shared private mix:25 procs procs-balanced; do
+    case $m in
+    procs) o="--processes" ;;
+    procs-balanced) o="--processes --shm-numa-balancing" ;;
+    *) o="--sharing $m" ;;
+    esac
+    numalab trace -o /tmp/t.json -- numalab probe --threads 4 $o --size 64M \
         --counts 1 --min-time 20 --timeline-ms 500 --json > /tmp/p.json
     echo "@@probe $m"; cat /tmp/p.json; echo "@@trace $m"; cat /tmp/t.json
 done
-echo "@@jobs"
-numalab jobs 4 --load 0 --size 32M --counts 1 --no-trace -- --threads 2 --sharing shared --min-time 20
+echo "@@jobs NB 1"
+numalab jobs 4 --nb 1 --load 0 --size 32M --counts 1 --no-trace -- --threads 2 --sharing shared --min-time 20
+echo "@@jobs pinned"
+numalab jobs 4 --nb 0 --home auto --home-cpu pin --load 0 --size 32M --counts 1 --no-trace -- \
+    --threads 2 --sharing shared --min-time 20
 SH
 start=$(date +%s)
 kernel=$(bash lab/kernel/build | tail -n 1)
@@ -66,10 +78,10 @@ for line in open(sys.argv[1]):
     line = line.rstrip("\n")
     if line.startswith("@@"):
         sec = line[2:]
-        if sec.startswith("kernel") or sec == "jobs":
+        if sec.startswith("kernel") or sec.startswith("jobs"):
             print(f"== {sec}")
         continue
-    if sec == "jobs" and not line.startswith("lab/guest"):
+    if sec and sec.startswith("jobs") and not line.startswith("lab/guest"):
         print("  " + line)
         continue
     if not line.startswith("{") or sec is None:
@@ -81,7 +93,7 @@ for line in open(sys.argv[1]):
     mode = sec.split()[1]
     tl = probe["timeline"]
     tasks = {t["pid"]: t for t in r["tasks"]}
-    print(f"-- {mode}: workload {probe['timing']['total_ns'] / 1e9:.1f} s, "
+    print(f"-- {mode}: placed {pct(probe['placement']['pages_per_node'])}, workload {probe['timing']['total_ns'] / 1e9:.1f} s, "
           f"pages migrated (vmstat) {tl['points'][-1]['vmstat'].get('numa_pages_migrated')}, "
           f"trace events lost {r['lost_events']}")
     for t in probe["threads"]:

@@ -551,12 +551,28 @@ pub struct ProbeArgs {
           requires = "threads")]
     pub timeline_ms: u32,
 
+    /// With --threads: the workers are processes, not threads, and the
+    /// shared array is shared memory (MAP_SHARED, mapped before they are
+    /// forked), as a database's backends share its buffer pool. NUMA
+    /// balancing groups processes only on shared faults, and scans shared
+    /// memory only under a policy that asks for it (--shm-numa-balancing).
+    #[arg(long, requires = "threads")]
+    pub processes: bool,
+
+    /// With --processes: bind the shared memory over the nodes it may use
+    /// with MPOL_F_NUMA_BALANCING (Linux 5.12; with --membind N, to N), the
+    /// one way NUMA balancing scans and moves shared memory; without it the
+    /// shared pages stay where they were first touched.
+    #[arg(long, requires = "processes")]
+    pub shm_numa_balancing: bool,
+
     /// The whole spec as JSON: how `run` and `jobs` hand a child probe its
     /// spec (`ProbeSpec::child_argv`), not a user option.
     #[arg(long, hide = true, value_name = "JSON",
           conflicts_with_all = ["pattern", "size", "counts", "min_time", "cpunodebind",
               "membind", "preferred", "interleave", "pnid", "pnid_prctl", "thp",
-              "observe_every", "bind_scope", "threads", "sharing", "timeline_ms"])]
+              "observe_every", "bind_scope", "threads", "sharing", "timeline_ms",
+              "processes", "shm_numa_balancing"])]
     pub spec_json: Option<String>,
 
     /// Print one JSON record (schema numalab.probe/1) instead of the summary.

@@ -45,6 +45,20 @@ fn write_traced_run(
     trace: Option<SampleTrace>,
     times: impl Fn(&str) -> Vec<f64>,
 ) {
+    let probe = include_str!("fixtures/probe-record-before-numa.json");
+    write_run_of(dir, spec, kernel, cross_node, trace, probe, times)
+}
+
+/// [`write_traced_run`] with every sample's probe record `probe` (JSON).
+fn write_run_of(
+    dir: &Path,
+    spec: ExperimentSpec,
+    kernel: &str,
+    cross_node: u64,
+    trace: Option<SampleTrace>,
+    probe: &str,
+    times: impl Fn(&str) -> Vec<f64>,
+) {
     std::fs::create_dir_all(dir).unwrap();
     let topo = presets::find("xeon-8167m-2n").unwrap().topology();
     let rows = spec.rows(&topo).unwrap();
@@ -69,8 +83,7 @@ fn write_traced_run(
         pnid_via: Default::default(),
     };
     record::write_meta(dir, &meta).unwrap();
-    let mut probe: ProbeRecord =
-        serde_json::from_str(include_str!("fixtures/probe-record-before-numa.json")).unwrap();
+    let mut probe: ProbeRecord = serde_json::from_str(probe).unwrap();
     probe.migrations.cross_node = cross_node;
     let mut seq = 0;
     for row in &rows {
@@ -468,6 +481,53 @@ fn traced_runs_use_the_trace_and_probe_differences_warn() {
     assert!(numalab::table::Render::render(&c, Format::Text)
         .unwrap()
         .contains("the kernel's trace"));
+}
+
+/// Threaded runs: each side's share of samples ending in one numa_group
+/// and its shared array's busiest node, in the JSON and, with a legend,
+/// as two more columns of the table. BASE: four processes on plain shared
+/// memory (6.1: never scanned, no group, all on one node); OTHER: the same
+/// under MPOL_F_NUMA_BALANCING (one group, spread). Records from the
+/// 4-node lab guest.
+#[test]
+fn threaded_runs_compare_their_groups_and_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = || ExperimentSpec {
+        samples: 2,
+        blocks: vec![block(-1, 1)],
+        mem: vec!["F".into()],
+        cpu: vec!["F".into()],
+        ..Default::default()
+    };
+    let (base, other) = (tmp.path().join("base"), tmp.path().join("other"));
+    let plain = include_str!("fixtures/threads/probe-procs-plain-6.1.json");
+    let balanced = include_str!("fixtures/threads/probe-procs-balanced-6.1.json");
+    write_run_of(&base, spec(), "6.1", 0, None, plain, |_| vec![1.0, 1.1]);
+    write_run_of(&other, spec(), "6.1", 0, None, balanced, |_| vec![2.0, 2.2]);
+    let runs = vec![
+        compare::load(&base).unwrap(),
+        compare::load(&other).unwrap(),
+    ];
+    let c = compare::compare(&runs).unwrap();
+    let r = &c.rows[0];
+    let o = &r.versus[0].other;
+    assert_eq!(
+        (r.base.one_group_pct, o.one_group_pct),
+        (Some(0.0), Some(100.0))
+    );
+    assert_eq!(r.base.shared_busiest_pct, Some(100.0));
+    let spread = o.shared_busiest_pct.unwrap();
+    assert!(spread < 100.0, "balanced: {spread}");
+    let text = numalab::table::Render::render(&c, Format::Text).unwrap();
+    assert!(
+        text.contains("one group") && text.contains("0>100"),
+        "{text}"
+    );
+    let json = numalab::table::Render::render(&c, Format::Json).unwrap();
+    assert!(json.contains("\"one_group_pct\""), "{json}");
+    // A classic run's comparison has neither column nor legend line.
+    let classic = numalab::table::Render::render(&small(&tmp.path().join("c")), Format::Text);
+    assert!(!classic.unwrap().contains("one group"));
 }
 
 /// Regression: rows whose BASE time is 0 printed `NaN%` (OTHER 0 too) and

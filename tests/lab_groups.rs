@@ -10,7 +10,12 @@
 //!   of one, the thread's own id), take almost no shared faults, and each
 //!   one's pages end on the node NUMA balancing prefers for it;
 //! - the tracer follows every thread (its fork events);
-//! - `run --threads` runs the threaded probe as its samples.
+//! - `run --threads` runs the threaded probe as its samples;
+//! - four processes on one shared memory segment (`--processes`) are
+//!   never grouped and their shared pages never scanned nor moved: 6.1's
+//!   NUMA balancing scans shared memory only under a policy of its own
+//!   with MPOL_F_NUMA_BALANCING; with that policy (`--shm-numa-balancing`)
+//!   they take shared faults and end in one group.
 
 mod common;
 
@@ -29,6 +34,11 @@ for m in shared private; do
         --counts 1 --min-time SECS --timeline-ms 500 --json > /tmp/probe-$m.json
     echo "$m rc=$?"
 done
+for o in plain --shm-numa-balancing; do
+    numalab probe --threads 4 --processes $([ $o = plain ] || echo $o) --size 32M --counts 1 \
+        --min-time 8 --timeline-ms 500 --json > /tmp/procs-$o.json
+    echo "procs $o rc=$?"
+done
 # The threaded probe through `run` (the host backend's child probes).
 numalab run --threads 2 --sharing shared --samples 1 --size 8M --counts 1 --load 0 --nb 1 \
     --pnid -1 --mem A --cpu F --out /tmp/run >/tmp/run.txt 2>&1
@@ -37,6 +47,8 @@ for m in shared private; do
     echo @@$m; cat /tmp/probe-$m.json
     echo @@trace-$m; cat /tmp/trace-$m.json
 done
+echo @@procs; cat /tmp/procs-plain.json
+echo @@procs-balanced; cat /tmp/procs---shm-numa-balancing.json
 echo @@sample; head -n 1 /tmp/run/samples.jsonl
 echo @@end
 "#;
@@ -70,7 +82,7 @@ fn threads(r: &Value) -> Vec<(i64, i64, i64, u64, u64)> {
 }
 
 /// Array `i`'s pages per node at the timeline's last point where 90% of
-/// them were on a node (not read mid-migration: `timeline::last_placed`).
+/// them were on a node (not read under hinting protection: `timeline::last_placed`).
 fn last_pages(r: &Value, i: usize) -> BTreeMap<String, u64> {
     let pts = r["timeline"]["points"].as_array().expect("a timeline");
     pts.iter()
@@ -107,7 +119,7 @@ fn check_trace(trace: &Value, tids: &[i64], what: &str) {
 }
 
 #[test]
-fn threads_sharing_memory_group_and_private_ones_do_not() {
+fn threads_sharing_memory_group_and_private_ones_do_not_and_shmem_needs_its_policy() {
     let secs = lab::sized("12", "25");
     let Some(run) = lab::run("4node-smt", &SCRIPT.replace("SECS", secs), 600) else {
         return;
@@ -179,10 +191,65 @@ fn threads_sharing_memory_group_and_private_ones_do_not() {
     let tids: Vec<i64> = t.iter().map(|x| x.0).collect();
     check_trace(&record(&s, "trace-private"), &tids, "private");
 
+    check_processes(&s, &run.output);
+
     assert!(run.output.contains("run rc=0"), "{}", run.output);
     let sample = record(&s, "sample");
     let p = &sample["probe"];
     assert_eq!(p["spec"]["threads"]["count"], 2, "{}", p["spec"]);
     assert_eq!(p["threads"].as_array().map(Vec::len), Some(2));
     assert_eq!(p["timeline"]["arrays"], serde_json::json!(["shared"]));
+}
+
+/// Four processes on one shared memory segment: on 6.1, without a policy
+/// of its own NUMA balancing never scans it (no shared fault, no group,
+/// the pages where the parent first touched them: vma_policy_mof() asks
+/// only the segment's shared policy, and there is none); with
+/// MPOL_F_NUMA_BALANCING they share faults and one group, whose id is one
+/// of theirs. Kernels with d230991493b5 ("mm: mempolicy: fix automatic
+/// numa balancing for shmem": 7.3, 6.12.109; not 6.1 as of 2026-11) scan
+/// it under the task's policy instead (docs/numa-groups.md).
+fn check_processes(s: &BTreeMap<String, String>, output: &str) {
+    for o in ["plain", "--shm-numa-balancing"] {
+        assert!(output.contains(&format!("procs {o} rc=0")), "{output}");
+    }
+    let plain = record(s, "procs");
+    let t = threads(&plain);
+    assert_eq!(t.len(), 4);
+    for &(pid, gid, _, _, shared) in &t {
+        let why = "6.1 without d230991493b5 never scans shared memory without a policy";
+        assert_eq!(gid, 0, "plain shmem: process {pid} grouped ({why}): {t:?}");
+        assert_eq!(
+            shared, 0,
+            "plain shmem: process {pid} shared faults ({why}): {t:?}"
+        );
+    }
+    let placed: BTreeMap<String, u64> = plain["placement"]["pages_per_node"]
+        .as_object()
+        .expect("placement pages")
+        .iter()
+        .map(|(k, v)| (k.clone(), u(v)))
+        .collect();
+    assert_eq!(
+        last_pages(&plain, 0),
+        placed,
+        "plain shmem: pages moved from where they were first touched"
+    );
+
+    let bal = record(s, "procs-balanced");
+    let t = threads(&bal);
+    let pids: Vec<i64> = t.iter().map(|x| x.0).collect();
+    let groups: BTreeSet<i64> = t.iter().map(|x| x.1).collect();
+    assert_eq!(groups.len(), 1, "balanced shmem: one group for all: {t:?}");
+    let g = *groups.iter().next().unwrap();
+    assert!(
+        g != 0 && pids.contains(&g),
+        "balanced shmem: group {g} is a process's pid: {t:?}"
+    );
+    for &(pid, _, _, _, shared) in &t {
+        assert!(
+            shared > 0,
+            "balanced shmem: process {pid} took no shared fault: {t:?}"
+        );
+    }
 }

@@ -31,6 +31,18 @@ fn pages(v: &Value) -> u64 {
 
 #[test]
 fn each_sharing_splits_the_memory_and_every_thread_reports() {
+    each_sharing(&[]);
+}
+
+/// The same workloads as processes on one shared memory segment: the same
+/// record, each worker a process (its tid its pid) whose own array is read
+/// in its own address space.
+#[test]
+fn each_sharing_as_processes_splits_the_memory_and_every_process_reports() {
+    each_sharing(&["--processes"]);
+}
+
+fn each_sharing(extra: &[&str]) {
     // 12 MiB over 3 threads: shared, 3072 pages in one array; private,
     // 1024 in each thread's; mix:50, 1536 shared and 512 in each.
     for (sharing, arrays, per_array) in [
@@ -46,20 +58,26 @@ fn each_sharing_splits_the_memory_and_every_thread_reports() {
             vec![1536, 512, 512, 512],
         ),
     ] {
-        let r = record(&probe(&[
-            "--threads",
-            "3",
-            "--sharing",
-            sharing,
-            "--size",
-            "12M",
-            "--counts",
-            "2",
-            "--timeline-ms",
-            "20",
-            "--json",
-        ]));
-        let what = format!("--sharing {sharing}");
+        let r = record(&probe(
+            &[
+                "--threads",
+                "3",
+                "--sharing",
+                sharing,
+                "--size",
+                "12M",
+                "--counts",
+                "2",
+                "--timeline-ms",
+                "20",
+                "--json",
+            ]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect::<Vec<_>>(),
+        ));
+        let what = format!("--sharing {sharing} {extra:?}");
         assert_eq!(r["spec"]["threads"]["sharing"], sharing, "{what}");
         let threads = r["threads"].as_array().unwrap();
         assert_eq!(threads.len(), 3, "{what}");
@@ -113,13 +131,17 @@ fn each_sharing_splits_the_memory_and_every_thread_reports() {
         let points = tl["points"].as_array().unwrap();
         assert!(!points.is_empty(), "{what}");
         let last = points.last().unwrap();
+        // On one node nothing migrates: every page reads as on a node,
+        // a worker process's own array read in its own address space.
+        let one_node = std::fs::read_to_string("/sys/devices/system/node/online")
+            .map_or(true, |s| s.trim() == "0");
         for (i, want) in per_array.iter().enumerate() {
             let p = &last["pages"][i];
-            assert_eq!(
-                pages(p) + last["unplaced"][i].as_u64().unwrap(),
-                *want,
-                "{what}: {p}"
-            );
+            let unplaced = last["unplaced"][i].as_u64().unwrap();
+            assert_eq!(pages(p) + unplaced, *want, "{what}: {p}");
+            if one_node {
+                assert_eq!(unplaced, 0, "{what}: array {i}: {p}");
+            }
         }
         // Threads that ended their loops before a sample left it empty.
         for p in points {
@@ -189,6 +211,33 @@ fn bad_thread_options_exit_2_before_any_work() {
             "at least one page",
         ),
         (&["--timeline-ms", "100"][..], "--threads"),
+        (&["--processes"][..], "--threads"),
+        (
+            &["--threads", "2", "--shm-numa-balancing"][..],
+            "--processes",
+        ),
+        (
+            &[
+                "--threads",
+                "2",
+                "--processes",
+                "--sharing",
+                "private",
+                "--shm-numa-balancing",
+            ][..],
+            "no shared memory",
+        ),
+        (
+            &[
+                "--threads",
+                "2",
+                "--processes",
+                "--shm-numa-balancing",
+                "--interleave",
+                "0",
+            ][..],
+            "cannot go with --preferred or --interleave",
+        ),
     ] {
         let mut a = args.to_vec();
         a.extend(["--json"]);
@@ -327,4 +376,54 @@ fn the_numa_groups_example_is_a_threaded_matrix() {
     );
     assert_eq!(o.0, 2, "{}", o.2);
     assert!(o.2.contains("--threads 4 (sharing shared)"), "{}", o.2);
+}
+
+/// Threaded jobs take per-job pinning (`--home N|auto --home-cpu pin`:
+/// each job's CPUs and memory on its node from its launch, inherited by
+/// all its threads, numactl's manual pinning per instance), and refuse the
+/// mechanisms that follow one task (`agent`, `sched`) with exit 2.
+#[test]
+fn threaded_jobs_pin_per_job_and_refuse_the_one_task_mechanisms() {
+    let jobs = |home_cpu: &str| {
+        Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args([
+                "jobs",
+                "2",
+                "--size",
+                "8M",
+                "--counts",
+                "1",
+                "--no-trace",
+                "--format",
+                "json",
+                "--home",
+                "auto",
+                "--home-cpu",
+                home_cpu,
+                "--",
+                "--threads",
+                "2",
+                "--sharing",
+                "private",
+            ])
+            .output()
+            .unwrap()
+    };
+    for refused in ["agent", "sched"] {
+        let o = jobs(refused);
+        assert_eq!(o.status.code(), Some(2), "{refused}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("--home-cpu {refused} with a threaded probe")),
+            "{err}"
+        );
+    }
+    let o = jobs("pin");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["home"], "auto pin", "{r}");
+    for j in r["jobs"].as_array().unwrap() {
+        assert!(j["home_node"].is_u64(), "every job has its node: {j}");
+    }
 }

@@ -10,7 +10,7 @@ use super::{BackendArgs, JobsArgs, ProbeArgs, RunArgs, TopologySource};
 use crate::error::usage;
 use crate::idset::IdSet;
 use crate::probe::{CpuPlacement, MemPlacement, ProbeSpec, Sharing, Threads};
-use crate::run::jobs::{HomeSpec, JobsSpec};
+use crate::run::jobs::{HomeCpu, HomeSpec, JobsSpec};
 use crate::run::spec::{ExperimentSpec, PnidRef, Precision};
 use crate::topology::sysfs::{read_topology, SysRoot};
 use crate::topology::{presets, Topology};
@@ -147,6 +147,8 @@ impl ProbeArgs {
                 count: a.threads,
                 sharing: a.sharing.unwrap_or(Sharing::Shared),
                 timeline_ms: a.timeline_ms,
+                processes: a.processes,
+                shm_numa_balancing: a.shm_numa_balancing,
             }),
         })
     }
@@ -245,6 +247,8 @@ impl RunArgs {
                     .timeline_ms
                     .or(t.map(|t| t.timeline_ms))
                     .unwrap_or(Threads::DEFAULT_TIMELINE_MS),
+                processes: a.processes || t.is_some_and(|t| t.processes),
+                shm_numa_balancing: a.shm_numa_balancing || t.is_some_and(|t| t.shm_numa_balancing),
             });
         }
         if let Some(v) = a.load_policy {
@@ -368,11 +372,19 @@ impl JobsArgs {
                 })
             }
         };
-        if home.is_some() && probe.threads.is_some() {
-            return Err(usage(
-                "--home with a threaded probe (--threads after `--`): the homenode mechanisms \
-                 follow one task per job; run threaded jobs without --home",
-            ));
+        // Pinning and memory alone are set once at each job's launch and
+        // inherited by every thread and process it starts (numactl's manual
+        // pinning, per instance); the agent and the scheduler follow the
+        // job's one probe task.
+        if let (Some(h), Some(_)) = (&home, probe.threads) {
+            if matches!(h.cpu, HomeCpu::Agent | HomeCpu::Sched) {
+                return Err(usage(format!(
+                    "--home-cpu {} with a threaded probe (--threads after `--`): it follows one \
+                     task per job; --home-cpu pin (each job's CPUs and memory on its node, as \
+                     numactl) or float work with threads",
+                    h.cpu.name()
+                )));
+            }
         }
         if simulated {
             crate::experiment::simulated::check_probe(probe.threads)?;

@@ -39,7 +39,8 @@ pub struct RunArgs {
               "nodes", "samples", "precision", "min_samples", "max_samples", "quick", "load",
               "migration_cost_ns", "nb", "pnid", "mem", "cpu", "pattern", "size", "counts",
               "bind_scope", "load_policy", "load_period_ms", "load_phases", "seed", "trace",
-              "knob", "threads", "sharing", "timeline_ms"])]
+              "knob", "threads", "sharing", "timeline_ms", "processes",
+              "shm_numa_balancing"])]
     pub resume: Option<PathBuf>,
 
     /// Where records and reports go (default runs/run-YYYYmmdd-HHMMSS).
@@ -133,6 +134,16 @@ pub struct RunArgs {
     /// With --threads: milliseconds between timeline samples (0: none).
     #[arg(long, value_name = "MS", requires = "threads")]
     pub timeline_ms: Option<u32>,
+
+    /// With --threads: the workers are processes on one shared memory
+    /// segment (see `probe --processes`).
+    #[arg(long, requires = "threads")]
+    pub processes: bool,
+
+    /// With --processes: the shared memory under MPOL_F_NUMA_BALANCING (see
+    /// `probe --shm-numa-balancing`).
+    #[arg(long, requires = "processes")]
+    pub shm_numa_balancing: bool,
 
     /// What a Mem row's memory policy covers: `buffer` (mbind, the default)
     /// or `process` (set_mempolicy, as `numactl --membind`): see `probe

@@ -143,6 +143,13 @@ pub struct Side {
     pub on_mem_node_pct: Option<f64>,
     /// Mean % of the timed loop spent waiting for a CPU (`cpu_time`).
     pub wait_pct: Option<f64>,
+    /// A threaded probe's: % of samples whose workers all ended in one
+    /// numa_group, and the shared array's busiest node's share of its
+    /// pages at the end (mean); absent for the classic probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_group_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_busiest_pct: Option<f64>,
 }
 
 /// One OTHER run against BASE on one row.
@@ -237,7 +244,12 @@ fn side(row: usize, recs: &[&SampleRecord], traced: bool) -> Option<(Side, Sampl
         .iter()
         .filter_map(|s| s.probe.cpu_time.as_ref().and_then(|c| c.wait_pct()))
         .collect();
+    let groups = crate::report::groups::groups_row(recs);
     let s = Side {
+        one_group_pct: groups
+            .as_ref()
+            .map(|g| g.one_group as f64 * 100.0 / g.n as f64),
+        shared_busiest_pct: groups.and_then(|g| g.shared_busiest_pct),
         row,
         n: sample.len(),
         mean_s: sample.mean(),

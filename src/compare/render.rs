@@ -32,7 +32,7 @@ fn legend(c: &Comparison) -> Vec<String> {
     } else {
         "the probe's own sampling of its CPU (not traced)"
     };
-    vec![
+    let mut lines = vec![
         format!(
             "* significant: Welch's two-sided p, Holm-Bonferroni over each OTHER's compared \
              rows at alpha = {}: sort p ascending, reject while p_(i) <= alpha/(m-i+1).",
@@ -49,7 +49,23 @@ fn legend(c: &Comparison) -> Vec<String> {
         "waiting: mean % of the timed loop the probe waited for a CPU (its schedstat \
          run_delay; the sim's own account), BASE>OTHER."
             .into(),
-    ]
+    ];
+    if threaded(c) {
+        lines.push(
+            "one group: % of samples whose threads (or processes) all ended in one \
+             numa_group; busiest: the shared array's busiest node's % of its pages at the end \
+             (100: not spread); BASE>OTHER."
+                .into(),
+        );
+    }
+    lines
+}
+
+/// Whether any row on either side is a threaded probe's.
+fn threaded(c: &Comparison) -> bool {
+    c.rows.iter().any(|r| {
+        r.base.one_group_pct.is_some() || r.versus.iter().any(|v| v.other.one_group_pct.is_some())
+    })
 }
 
 fn time(mean: f64, ci: Option<f64>) -> String {
@@ -87,9 +103,13 @@ fn table(c: &Comparison, run: usize) -> Table {
         .right("xnode")
         .right("on-mem")
         .right("waiting");
+    let threaded = threaded(c);
+    if threaded {
+        t = t.right("one group").right("busiest");
+    }
     for r in &c.rows {
         let l = row(c, r, &r.versus[run - 1]);
-        t.row(vec![
+        let mut cells = vec![
             l.params.to_string(),
             l.base_n.to_string(),
             time(l.base_mean_s, l.base_ci95_s),
@@ -101,7 +121,16 @@ fn table(c: &Comparison, run: usize) -> Table {
             pair(l.base_cross_node, l.other_cross_node, 1),
             pair(l.base_on_mem_node_pct, l.other_on_mem_node_pct, 1),
             pair(l.base_wait_pct, l.other_wait_pct, 1),
-        ]);
+        ];
+        if threaded {
+            cells.push(pair(l.base_one_group_pct, l.other_one_group_pct, 0));
+            cells.push(pair(
+                l.base_shared_busiest_pct,
+                l.other_shared_busiest_pct,
+                0,
+            ));
+        }
+        t.row(cells);
     }
     t
 }
@@ -241,6 +270,10 @@ pub struct CmpRow<'a> {
     pub other_on_mem_node_pct: Option<f64>,
     pub base_wait_pct: Option<f64>,
     pub other_wait_pct: Option<f64>,
+    pub base_one_group_pct: Option<f64>,
+    pub other_one_group_pct: Option<f64>,
+    pub base_shared_busiest_pct: Option<f64>,
+    pub other_shared_busiest_pct: Option<f64>,
 }
 
 pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
@@ -276,6 +309,10 @@ pub fn row<'a>(c: &'a Comparison, r: &'a RowCmp, v: &'a Versus) -> CmpRow<'a> {
         other_on_mem_node_pct: v.other.on_mem_node_pct,
         base_wait_pct: r.base.wait_pct,
         other_wait_pct: v.other.wait_pct,
+        base_one_group_pct: r.base.one_group_pct,
+        other_one_group_pct: v.other.one_group_pct,
+        base_shared_busiest_pct: r.base.shared_busiest_pct,
+        other_shared_busiest_pct: v.other.shared_busiest_pct,
     }
 }
 

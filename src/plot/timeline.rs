@@ -63,7 +63,7 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
     ];
     let mut notes = vec![
         "Bands: the array's resident pages per node, as % of those placed at that moment; \
-         a reading with over 10% of its pages on no node (mid-migration) is left out. \
+         a reading with over 10% of its pages on no node (hinting-protected or migrating) is left out. \
          Settled: from then on under 1% of the array's pages a second changed node."
             .to_string(),
         "Lower panel: each thread's preferred node while it ran (numa_preferred_nid; none: \
@@ -120,7 +120,7 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
                 .label_style(style::sans(style::SMALL))
                 .draw()?;
             // Cumulative shares per point, node by node, drawn as bands.
-            // Readings taken mid-migration say nothing of where the pages
+            // Readings of hinting-protected or migrating pages say nothing of where the pages
             // are: the bands join the readings on either side.
             let shares: Vec<(f64, Vec<f64>)> = tl
                 .points

@@ -87,13 +87,26 @@ impl Arrays {
     /// starts at and spans a multiple of `align` (a page, or the huge page
     /// size for buffers of their own: see [`Buffer::map_aligned`]).
     pub fn map(pattern: Pattern, bytes: usize, align: usize) -> std::io::Result<Arrays> {
-        let map = |b: usize| {
+        Arrays::map_with(pattern, bytes, |b| {
             if align <= 4096 {
                 Buffer::map(b)
             } else {
                 Buffer::map_aligned(b, align)
             }
-        };
+        })
+    }
+
+    /// As [`map`](Arrays::map), in shared memory (shmem) that processes
+    /// forked afterwards share.
+    pub fn map_shmem(pattern: Pattern, bytes: usize) -> std::io::Result<Arrays> {
+        Arrays::map_with(pattern, bytes, Buffer::map_shmem)
+    }
+
+    fn map_with(
+        pattern: Pattern,
+        bytes: usize,
+        map: impl Fn(usize) -> std::io::Result<Buffer>,
+    ) -> std::io::Result<Arrays> {
         let n = pattern.accesses_per_pass(bytes as u64) as usize;
         let (a, bix) = match pattern {
             Pattern::GatherAdd => (map(n * 8)?, Some(map(n * 16)?)),

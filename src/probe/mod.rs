@@ -158,6 +158,16 @@ pub struct Threads {
     /// state and every array's pages; 0: no timeline.
     #[serde(default = "Threads::default_timeline_ms")]
     pub timeline_ms: u32,
+    /// The workers are processes, forked after the shared array is mapped
+    /// as shared memory (a database's backends on its buffer pool), not
+    /// threads of one process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processes: bool,
+    /// With `processes`: the shared memory bound over the nodes it may use
+    /// with MPOL_F_NUMA_BALANCING, without which NUMA balancing never
+    /// scans shared memory (see [`crate::sys::numa::mbind_numa_balancing`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shm_numa_balancing: bool,
 }
 
 impl Threads {
@@ -253,6 +263,12 @@ impl ProbeSpec {
                 "--timeline-ms".into(),
                 t.timeline_ms.to_string(),
             ]);
+            if t.processes {
+                a.push("--processes".into());
+            }
+            if t.shm_numa_balancing {
+                a.push("--shm-numa-balancing".into());
+            }
         }
         if let Some(p) = self.pnid {
             a.extend(["--pnid".into(), p.to_string()]);
@@ -281,6 +297,17 @@ pub fn check_threads(t: &Threads, bytes: u64) -> anyhow::Result<()> {
             "--threads {}: between 2 and {MAX_THREADS} (1 is the probe without --threads)",
             t.count
         )));
+    }
+    if t.shm_numa_balancing && !t.processes {
+        return Err(usage(
+            "--shm-numa-balancing needs --processes: threads share private memory, which NUMA \
+             balancing scans anyway",
+        ));
+    }
+    if t.shm_numa_balancing && t.sharing == Sharing::Private {
+        return Err(usage(
+            "--shm-numa-balancing with --sharing private: there is no shared memory to bind",
+        ));
     }
     let (shared, own) = t.sharing.split(bytes, t.count);
     if (shared > 0 && shared < 4096) || (own > 0 && own < 4096) || (shared == 0 && own == 0) {
@@ -384,6 +411,18 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
     }
     if let Some(t) = &spec.threads {
         check_threads(t, spec.size.bytes())?;
+        if t.shm_numa_balancing
+            && matches!(
+                spec.mem,
+                MemPlacement::Preferred(_) | MemPlacement::Interleave(_)
+            )
+        {
+            return Err(usage(
+                "--shm-numa-balancing binds the shared memory (MPOL_BIND, the one policy \
+                 MPOL_F_NUMA_BALANCING goes with on every kernel): it cannot go with \
+                 --preferred or --interleave; with --membind N it binds to N",
+            ));
+        }
     }
     let pnid = match spec.pnid {
         None => None,

@@ -24,7 +24,7 @@ pub struct Observer {
 }
 
 /// What the observer saw, in nanoseconds since it started.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Observation {
     /// CLOCK_MONOTONIC at the observer's start (tracefs clock `mono`).
     pub start_mono_ns: u64,

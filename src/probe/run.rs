@@ -291,7 +291,9 @@ impl LoopKit {
     }
 }
 
-/// One thread's timed loop and what it saw of itself.
+/// One thread's timed loop and what it saw of itself (serialisable: a
+/// worker process sends its own to the probe).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct LoopOut {
     pub iterations_ns: Vec<u64>,
     pub total_ns: u64,

@@ -37,7 +37,9 @@ pub struct Point {
     /// One per array, in `arrays` order: node -> resident pages.
     pub pages: Vec<BTreeMap<u32, u64>>,
     /// One per array: pages move_pages placed on no node at that moment
-    /// (a page in the middle of a migration, or not touched yet).
+    /// (on kernels before 6.5 a page NUMA balancing has just protected
+    /// for a hinting fault, until its next access; a page in the middle of
+    /// a migration; a page not touched yet).
     #[serde(default)]
     pub unplaced: Vec<u64>,
     /// /proc/vmstat's NUMA counters since the threads were let go (every
@@ -45,14 +47,39 @@ pub struct Point {
     pub vmstat: BTreeMap<String, u64>,
 }
 
-/// What the timeline process samples: the probe's pid and threads, its
-/// arrays' ranges, how often; and what it reports as it goes.
+/// One array to read the pages of: its name, the processes whose address
+/// spaces map it (at the same addresses), and its (address, bytes) ranges.
+///
+/// Why several: a page of shared memory is in every sharer's page tables
+/// only until it moves; NUMA balancing's migration unmaps it everywhere,
+/// and a process maps it again only when it touches it. A query in one
+/// address space would read every page it has not touched since as on no
+/// node, so each page is read in each sharer's until one maps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArrayRef {
+    pub name: String,
+    pub pids: Vec<i32>,
+    pub ranges: Vec<(usize, usize)>,
+}
+
+impl ArrayRef {
+    pub fn new(name: &str, pid: i32, ranges: Vec<(usize, usize)>) -> ArrayRef {
+        ArrayRef {
+            name: name.into(),
+            pids: vec![pid],
+            ranges,
+        }
+    }
+}
+
+/// What the timeline process samples: the probe's workers (threads of the
+/// probe, or with --processes processes of their own) and arrays, how
+/// often; and what it reports as it goes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SamplerSpec {
-    pub pid: i32,
+    /// Each worker's thread id (a worker process's pid).
     pub tids: Vec<i32>,
-    /// Each array's name and its (address, bytes) ranges.
-    pub arrays: Vec<(String, Vec<(usize, usize)>)>,
+    pub arrays: Vec<ArrayRef>,
     /// Milliseconds between samples; 0: no timeline, only the events.
     pub every_ms: u32,
     /// Print a progress line a second to stderr: the passes the whole run
@@ -145,11 +172,8 @@ pub fn sampler_main(spec_json: &str) -> anyhow::Result<()> {
 /// What the sampler reads, and what it has read.
 struct Sampler {
     every_ms: u32,
-    pid: i32,
     tids: Vec<i32>,
-    names: Vec<String>,
-    /// Per array, its (address, bytes) ranges.
-    ranges: Vec<Vec<(usize, usize)>>,
+    arrays: Vec<ArrayRef>,
     vmstat0: BTreeMap<String, u64>,
     points: Vec<Point>,
 }
@@ -162,13 +186,10 @@ fn vmstat() -> BTreeMap<String, u64> {
 
 impl Sampler {
     fn new(spec: &SamplerSpec) -> Sampler {
-        let (names, ranges) = spec.arrays.iter().cloned().unzip();
         Sampler {
             every_ms: spec.every_ms,
-            pid: spec.pid,
             tids: spec.tids.clone(),
-            names,
-            ranges,
+            arrays: spec.arrays.clone(),
             vmstat0: vmstat(),
             points: Vec::new(),
         }
@@ -182,7 +203,6 @@ impl Sampler {
     fn sample(&mut self, ended: &[bool]) {
         let t_ns = crate::sys::mono_ns();
         let vmstat = vmstat_delta(&self.vmstat0, &vmstat());
-        let pid = self.pid;
         let threads = self
             .tids
             .iter()
@@ -191,12 +211,18 @@ impl Sampler {
                 if ended.get(i).copied().unwrap_or(false) {
                     return NumaSched::default();
                 }
-                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched"))
+                // /proc/TID reaches any thread, a worker thread of the
+                // probe's or a worker process.
+                std::fs::read_to_string(format!("/proc/{tid}/task/{tid}/sched"))
                     .map(|t| parse_proc_sched_numa(&t))
                     .unwrap_or_default()
             })
             .collect();
-        let (pages, unplaced) = self.ranges.iter().map(|rs| pages_of(pid, rs)).unzip();
+        let (pages, unplaced) = self
+            .arrays
+            .iter()
+            .map(|a| pages_in(&a.pids, &a.ranges))
+            .unzip();
         self.points.push(Point {
             t_ns,
             threads,
@@ -209,7 +235,7 @@ impl Sampler {
     fn finish(self) -> Timeline {
         Timeline {
             every_ms: self.every_ms,
-            arrays: self.names,
+            arrays: self.arrays.into_iter().map(|a| a.name).collect(),
             points: self.points,
         }
     }
@@ -218,10 +244,35 @@ impl Sampler {
 /// Pages per node of process `pid`'s `ranges` (0: this process; a
 /// move_pages query), and pages on none.
 pub(super) fn pages_of(pid: i32, ranges: &[(usize, usize)]) -> (BTreeMap<u32, u64>, u64) {
+    pages_in(&[pid], ranges)
+}
+
+/// Pages per node of `ranges` mapped alike by processes `pids`: each page
+/// on the node the first of them that maps it reads (see [`ArrayRef`]),
+/// and pages none maps.
+pub(super) fn pages_in(pids: &[i32], ranges: &[(usize, usize)]) -> (BTreeMap<u32, u64>, u64) {
     let mut per_node = BTreeMap::new();
     let mut unplaced = 0;
     for &(addr, len) in ranges {
-        for s in numa::page_nodes_of(pid, addr, len).unwrap_or_default() {
+        let mut status: Vec<i32> = Vec::new();
+        for &pid in pids {
+            let Ok(s) = numa::page_nodes_of(pid, addr, len) else {
+                continue;
+            };
+            if status.is_empty() {
+                status = s;
+            } else {
+                for (have, got) in status.iter_mut().zip(s) {
+                    if *have < 0 {
+                        *have = got;
+                    }
+                }
+            }
+            if status.iter().all(|s| *s >= 0) {
+                break;
+            }
+        }
+        for s in status {
             if s >= 0 {
                 *per_node.entry(s as u32).or_insert(0u64) += 1;
             } else {
@@ -233,8 +284,9 @@ pub(super) fn pages_of(pid: i32, ranges: &[(usize, usize)]) -> (BTreeMap<u32, u6
 }
 
 /// Array `array`'s pages per node at the last point where at least 90% of
-/// them were on a node: a reading in the middle of a migration (a huge
-/// page being copied shows its 512 pages on no node) is not where the
+/// them were on a node: a reading taken while NUMA balancing's hinting
+/// protection covers the array (kernels before 6.5 read a protected page,
+/// a whole huge page at once, as on no node) is not where the
 /// pages are.
 pub fn last_placed(t: &Timeline, array: usize) -> Option<&BTreeMap<u32, u64>> {
     t.points
@@ -280,7 +332,8 @@ pub fn moved(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> u64 {
 /// end. `None` when the array was still moving then, or the timeline is
 /// too short to say.
 pub fn settled_ns(t: &Timeline, array: usize, per_s: f64) -> Option<u64> {
-    // Readings taken mid-migration say nothing of where the pages are.
+    // Readings taken under hinting protection (before 6.5) or mid-migration
+    // say nothing of where the pages are.
     let pts: Vec<&Point> = t.points.iter().filter(|p| placed(p, array)).collect();
     if pts.len() <= QUIET_INTERVALS {
         return None;
@@ -387,7 +440,8 @@ mod tests {
         let mut late = t.clone();
         late.points.push(point(700, &[(0, 400), (1, 600)], None));
         assert_eq!(settled_ns(&late, 0, SETTLED_PER_S), None);
-        // A reading taken mid-migration (most pages on no node) is skipped,
+        // A reading with most pages on no node (hinting-protected, or
+        // mid-migration) is skipped,
         // not counted as every page moving twice.
         let mut blip = t.clone();
         blip.points[5].pages[0] = BTreeMap::new();

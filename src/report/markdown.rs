@@ -43,5 +43,6 @@ pub fn render(
         out.push_str(&balance.markdown());
     }
     out.push_str(&super::sched::render_markdown(stats));
+    out.push_str(&super::groups::render_markdown(stats));
     out
 }

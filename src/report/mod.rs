@@ -18,6 +18,7 @@
 
 pub mod balance;
 pub mod csv;
+pub mod groups;
 pub mod jobs;
 pub mod json;
 pub mod markdown;
@@ -62,6 +63,10 @@ pub struct RowStats {
     /// left out of the JSON report for rows without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched: Option<sched::SchedRow>,
+    /// NUMA balancing's groups, faults and spread of a threaded probe
+    /// (`run --threads`); left out for rows without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<groups::GroupsRow>,
     /// The precision reached: the time's CI95 half-width as % of its mean.
     pub precision_pct: Option<f64>,
     /// Adaptive runs: why and after how many samples the row stopped
@@ -127,6 +132,7 @@ impl RowStats {
             traced: traced::traced_row(mine),
             balance: balance::balance_row(mine),
             sched: sched::sched_row(mine),
+            groups: groups::groups_row(mine),
             row,
             precision_pct,
             stop: stopped.and_then(|s| s.stop.clone()),

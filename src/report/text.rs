@@ -38,5 +38,6 @@ pub fn render(
     out.push_str(&super::traced::render_text(&rows, samples));
     out.push_str(&super::balance::render_text(&rows));
     out.push_str(&super::sched::render_text(stats));
+    out.push_str(&super::groups::render_text(stats));
     out
 }

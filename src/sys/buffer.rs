@@ -18,22 +18,35 @@ pub struct Buffer {
     words: usize,
 }
 
-// SAFETY: the buffer owns its mapping exclusively; moving it between threads
-// moves that ownership.
+// SAFETY: the buffer owns its mapping exclusively (a shared one is shared
+// only with processes forked later, which have their own copy of this
+// value); moving it between threads moves that ownership.
 unsafe impl Send for Buffer {}
 
 impl Buffer {
     /// Maps `bytes` (rounded up to whole words) of untouched anonymous memory.
     pub fn map(bytes: usize) -> io::Result<Buffer> {
+        Buffer::map_flags(bytes, libc::MAP_PRIVATE)
+    }
+
+    /// Maps `bytes` of untouched *shared* anonymous memory (shmem, as
+    /// MAP_SHARED|MAP_ANONYMOUS, a memfd or System V shared memory are):
+    /// processes forked after the mapping share its pages, as a database's
+    /// backends share its buffer pool.
+    pub fn map_shmem(bytes: usize) -> io::Result<Buffer> {
+        Buffer::map_flags(bytes, libc::MAP_SHARED)
+    }
+
+    fn map_flags(bytes: usize, sharing: libc::c_int) -> io::Result<Buffer> {
         let words = bytes.div_ceil(8).max(1);
-        // SAFETY: a fresh private anonymous mapping; no existing memory is
-        // affected and the result is checked for MAP_FAILED.
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected
+        // and the result is checked for MAP_FAILED.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 words * 8,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                sharing | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )

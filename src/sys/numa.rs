@@ -78,6 +78,26 @@ pub fn mbind(addr: usize, len: usize, policy: &Policy) -> io::Result<()> {
     mbind_raw(addr, len, mode, &mask, 0)
 }
 
+/// The mode flag (Linux 5.12) that makes an MPOL_BIND policy one NUMA
+/// balancing acts on: pages may move between the bound nodes to where
+/// they are used (the kernel's MPOL_F_MOF and MPOL_F_MORON).
+const MPOL_F_NUMA_BALANCING: i32 = 1 << 13;
+
+/// Binds `[addr, addr+len)` to `nodes` with MPOL_F_NUMA_BALANCING, before
+/// any page is touched. On shared memory this is the one way NUMA
+/// balancing scans it at all: its scanner asks a shmem mapping's own
+/// (shared) policy whether migrate-on-fault is on, and without one the
+/// answer is no, whatever the tasks' policies say.
+pub fn mbind_numa_balancing(addr: usize, len: usize, nodes: &IdSet) -> io::Result<()> {
+    mbind_raw(
+        addr,
+        len,
+        MPOL_BIND | MPOL_F_NUMA_BALANCING,
+        &node_mask(nodes)?,
+        0,
+    )
+}
+
 /// Gives the calling thread's stack (the whole mapping glibc made for it
 /// but the guard page: thread-local storage and the thread's descriptor
 /// sit at its top) `policy` as a VMA policy, moving the pages it has

@@ -20,20 +20,26 @@
 //! memory another thread touches. What they share before (the thread
 //! start-up) and after (the join) is outside the timed loops.
 //!
+//! With `--processes` the workers are processes ([`procs`]) and the
+//! shared array is shared memory; everything else is the same.
+//!
 //! [`record`] makes the workload's record from the threads' reports.
 
+mod procs;
 mod record;
+mod sampler;
 
 use super::events;
 use super::kernels::{Arrays, Kernel, SharedArrays};
 use super::record::ProbeRecord;
 use super::run::{self as classic, LoopKit, LoopOut};
-use super::timeline::{pages_of, SamplerSpec, Timeline};
+use super::timeline::{pages_in, pages_of, ArrayRef, SamplerSpec};
 use super::{pnid, ProbeSpec, Threads, Validated};
 use crate::analysis::{parse_proc_sched_numa, NumaSched};
 use crate::sys;
 use crate::topology::Topology;
 use anyhow::{anyhow, Context};
+use sampler::start_sampler;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -57,7 +63,8 @@ struct Worker {
     events: File,
 }
 
-/// What a worker brings back.
+/// What a worker brings back (a worker process sends it as JSON).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Out {
     index: usize,
     tid: i32,
@@ -69,6 +76,7 @@ struct Out {
     numa: NumaSched,
     pnid_read_back: Option<i32>,
     /// Kept so the arrays stay mapped until every sample is taken.
+    #[serde(skip)]
     _kernels: (Option<Kernel>, Option<Kernel>),
 }
 
@@ -124,8 +132,16 @@ pub fn run(
     // The shared array, first touched here.
     let mut shared_warm_ns = 0;
     let shared = if shared_bytes > 0 {
-        let mut a = map(shared_bytes, 4096)?;
+        let mut a = if t.processes {
+            Arrays::map_shmem(spec.pattern, shared_bytes as usize)
+                .with_context(|| format!("mapping {shared_bytes} bytes of shared memory"))?
+        } else {
+            map(shared_bytes, 4096)?
+        };
         prepare(&a)?;
+        if t.shm_numa_balancing {
+            balance_shmem(v, topo, &a)?;
+        }
         let t0 = Instant::now();
         a.init();
         shared_warm_ns = t0.elapsed().as_nanos() as u64;
@@ -133,10 +149,14 @@ pub fn run(
     } else {
         None
     };
-    let mut arrays: Vec<(String, Vec<(usize, usize)>)> = Vec::new();
+    // Whose address space each array is read in: this process's, or with
+    // --processes a worker's own (set once it says its pid).
+    let me = sys::pid();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
     if let Some(s) = &shared {
-        arrays.push(("shared".into(), s.ranges()));
+        arrays.push(ArrayRef::new("shared", me, s.ranges()));
     }
+    let mut own_array = vec![None; n];
 
     let (ready_r, ready_w) = pipe()?;
     let (go_r, mut go_w) = pipe()?;
@@ -146,11 +166,12 @@ pub fn run(
     // default 64 KiB where the kernel refuses more.
     let _ = rustix::pipe::fcntl_setpipe_size(&events_w, 1 << 20);
     let mut workers = Vec::with_capacity(n);
-    for i in 0..n {
+    for (i, own_ix) in own_array.iter_mut().enumerate() {
         let own = if own_bytes > 0 {
             let a = map(own_bytes, HUGE)?;
             prepare(&a)?;
-            arrays.push((format!("thread {i}"), a.ranges()));
+            *own_ix = Some(arrays.len());
+            arrays.push(ArrayRef::new(&format!("thread {i}"), me, a.ranges()));
             Some(Kernel::own(a, i, n))
         } else {
             None
@@ -180,23 +201,23 @@ pub fn run(
     // Only the workers hold write ends now: when every one is gone, a read
     // sees the end instead of waiting for ever.
     drop((ready_w, events_w, go_r));
-    let mut handles = Vec::with_capacity(n);
+    let mut handles = if t.processes {
+        Running::Procs(procs::Procs::new()?)
+    } else {
+        Running::Threads(Vec::with_capacity(n))
+    };
     for w in workers {
-        let name = format!("probe-{}", w.index);
-        match std::thread::Builder::new()
-            .name(name)
-            .spawn(move || work(w))
-        {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                // The ones started are called off and joined, not left
-                // behind (a thread limit, e.g. cgroup pids.max).
-                drop(go_w);
-                let started = handles.len();
-                let _ = join(handles);
-                return Err(anyhow!("starting probe thread {} of {n}: {e}", started + 1));
-            }
+        if let Err(e) = handles.spawn(w) {
+            // The ones started are called off and joined, not left behind
+            // (a thread or process limit, e.g. cgroup pids.max).
+            drop(go_w);
+            let started = handles.len();
+            let _ = handles.join();
+            return Err(e.context(format!("starting probe worker {} of {n}", started + 1)));
         }
+    }
+    if let Running::Procs(p) = &mut handles {
+        p.all_started();
     }
 
     // Every worker ready (or gone), then the go.
@@ -216,6 +237,16 @@ pub fn run(
             break;
         }
         tids[i] = tid;
+        if t.processes {
+            // A worker's own array is in its address space; the shared
+            // memory in every worker's too.
+            if let Some(a) = own_array[i] {
+                arrays[a].pids = vec![tid];
+            }
+            if shared.is_some() {
+                arrays[0].pids.push(tid);
+            }
+        }
     }
     let (pages_per_node, pages_unplaced) = if failed {
         (BTreeMap::new(), 0)
@@ -227,7 +258,6 @@ pub fn run(
         None
     } else {
         let spec = SamplerSpec {
-            pid: sys::pid(),
             tids: tids.clone(),
             arrays: arrays.clone(),
             every_ms: t.timeline_ms,
@@ -237,7 +267,7 @@ pub fn run(
             Ok(s) => Some(s),
             Err(e) => {
                 drop(go_w); // the workers end without starting
-                join(handles)?;
+                handles.join()?;
                 return Err(e);
             }
         }
@@ -263,7 +293,7 @@ pub fn run(
         Some(s) => s.finish(go_mono_ns),
         None => Ok(None),
     };
-    let outs = join(handles)?;
+    let outs = handles.join()?;
     let timeline = timeline?;
     if failed || outs.len() != n {
         return Err(anyhow!("a probe thread ended before it was ready"));
@@ -290,6 +320,62 @@ pub fn run(
         },
         outs,
     ))
+}
+
+/// The workers started: threads of this process, or processes.
+enum Running {
+    Threads(Vec<std::thread::JoinHandle<anyhow::Result<Option<Out>>>>),
+    Procs(procs::Procs),
+}
+
+impl Running {
+    fn spawn(&mut self, w: Worker) -> anyhow::Result<()> {
+        match self {
+            Running::Threads(handles) => {
+                let h = std::thread::Builder::new()
+                    .name(format!("probe-{}", w.index))
+                    .spawn(move || work(w))?;
+                handles.push(h);
+                Ok(())
+            }
+            Running::Procs(p) => p.spawn(w),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Running::Threads(h) => h.len(),
+            Running::Procs(p) => p.len(),
+        }
+    }
+
+    /// Their reports, or the first error (a worker called off because
+    /// another failed is no error of its own).
+    fn join(self) -> anyhow::Result<Vec<Out>> {
+        match self {
+            Running::Threads(h) => join(h),
+            Running::Procs(p) => p.join(),
+        }
+    }
+}
+
+/// Binds the shared memory `a` with MPOL_F_NUMA_BALANCING over the nodes
+/// the probe's memory may use: its --membind node, else every node this
+/// process's cpuset allows memory on.
+fn balance_shmem(v: &Validated, topo: &Topology, a: &Arrays) -> anyhow::Result<()> {
+    let nodes: crate::idset::IdSet = match v.spec.mem {
+        super::MemPlacement::Bind(n) => [n].into_iter().collect(),
+        _ => topo.allowed.mems.clone(),
+    };
+    for b in a.buffers() {
+        sys::numa::mbind_numa_balancing(b.addr(), b.bytes(), &nodes).with_context(|| {
+            format!(
+                "mbind(MPOL_BIND|MPOL_F_NUMA_BALANCING, nodes {nodes}) on the shared memory \
+                 (--shm-numa-balancing needs Linux 5.12 or later)"
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// A pipe, both ends close-on-exec, as files (std's pipe() is newer than
@@ -324,66 +410,19 @@ fn join(
     }
 }
 
-/// The timeline process and the memory file it writes its result to.
-struct RunningSampler {
-    child: std::process::Child,
-    out: std::fs::File,
-}
-
-/// Starts `numalab __timeline` ([`super::timeline::sampler_main`]) with the
-/// workers' events pipe as its stdin and an anonymous memory file (no path,
-/// nothing to clean up) as its stdout.
-fn start_sampler(spec: &SamplerSpec, events: File) -> anyhow::Result<RunningSampler> {
-    let exe = std::env::current_exe().context("finding numalab's own executable")?;
-    let fd = rustix::fs::memfd_create("numalab-timeline", rustix::fs::MemfdFlags::CLOEXEC)
-        .context("memfd_create for the timeline")?;
-    let out = std::fs::File::from(fd);
-    let child = std::process::Command::new(&exe)
-        .arg("__timeline")
-        .arg(serde_json::to_string(spec)?)
-        .stdin(std::process::Stdio::from(events))
-        .stdout(std::process::Stdio::from(out.try_clone()?))
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {} __timeline", exe.display()))?;
-    Ok(RunningSampler { child, out })
-}
-
-impl RunningSampler {
-    /// Waits for the timeline process and reads its timeline, times made
-    /// relative to `go_mono_ns`.
-    fn finish(mut self, go_mono_ns: u64) -> anyhow::Result<Option<Timeline>> {
-        use std::io::Seek;
-        let status = self
-            .child
-            .wait()
-            .context("waiting for the timeline process")?;
-        if !status.success() {
-            return Err(anyhow!("the timeline process failed ({status})"));
-        }
-        let mut text = String::new();
-        self.out.rewind()?;
-        self.out.read_to_string(&mut text)?;
-        let mut tl: Option<Timeline> = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "the timeline process printed {} bytes of no timeline",
-                text.len()
-            )
-        })?;
-        if let Some(tl) = tl.as_mut() {
-            for p in tl.points.iter_mut() {
-                p.t_ns = p.t_ns.saturating_sub(go_mono_ns);
-            }
-        }
-        Ok(tl)
-    }
-}
-
 /// Pages per node of every array after the first touches, and pages on
 /// none.
-fn placement_pages(arrays: &[(String, Vec<(usize, usize)>)]) -> (BTreeMap<u32, u64>, u64) {
-    let ranges: Vec<(usize, usize)> = arrays.iter().flat_map(|(_, r)| r.iter().copied()).collect();
-    pages_of(0, &ranges)
+fn placement_pages(arrays: &[ArrayRef]) -> (BTreeMap<u32, u64>, u64) {
+    let mut per_node = BTreeMap::new();
+    let mut unplaced = 0;
+    for a in arrays {
+        let (p, u) = pages_in(&a.pids, &a.ranges);
+        for (node, k) in p {
+            *per_node.entry(node).or_insert(0) += k;
+        }
+        unplaced += u;
+    }
+    (per_node, unplaced)
 }
 
 /// One worker, on its own thread; `None` when called off before the go
