@@ -7,8 +7,9 @@
 //!   id is one of theirs, and the array's pages end spread over nodes
 //!   (pseudo-interleaving), with pages migrated;
 //! - four threads with arrays of their own share no group (at most a group
-//!   of one, the thread's own id), take almost no shared faults, and each
-//!   one's pages end on the node NUMA balancing prefers for it;
+//!   of one, the thread's own id), take almost no shared faults, are
+//!   never swapped (`sched_swap_numa`), and each one's pages end on the
+//!   node NUMA balancing prefers for it;
 //! - the tracer follows every thread (its fork events);
 //! - `run --threads` runs the threaded probe as its samples;
 //! - four processes on one shared memory segment (`--processes`) are
@@ -100,6 +101,17 @@ fn last_pages(r: &Value, i: usize) -> BTreeMap<String, u64> {
         .unwrap_or_else(|| panic!("array {i}: never placed"))
 }
 
+/// The `sched_swap_numa` events the trace counted for `tids`.
+fn swaps(trace: &Value, tids: &[i64]) -> u64 {
+    trace["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter(|t| tids.contains(&t["pid"].as_i64().unwrap_or(-1)))
+        .map(|t| u(&t["numa"]["swap_numa"]))
+        .sum()
+}
+
 /// The trace follows every thread: one task per tid, besides the probe's
 /// main thread.
 fn check_trace(trace: &Value, tids: &[i64], what: &str) {
@@ -189,7 +201,13 @@ fn threads_sharing_memory_group_and_private_ones_do_not_and_shmem_needs_its_poli
         serde_json::json!(["thread 0", "thread 1", "thread 2", "thread 3"])
     );
     let tids: Vec<i64> = t.iter().map(|x| x.0).collect();
-    check_trace(&record(&s, "trace-private"), &tids, "private");
+    let trace = record(&s, "trace-private");
+    check_trace(&trace, &tids, "private");
+    // No task swap where every thread sits with its own memory: an
+    // exchange gains neither (sched_swap_numa, as either task). Where the
+    // threads share (above) swaps come and go with the timing: the bench
+    // counts them, this test does not.
+    assert_eq!(swaps(&trace, &tids), 0, "private: NUMA swaps");
 
     check_processes(&s, &run.output);
 

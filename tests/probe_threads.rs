@@ -236,7 +236,7 @@ fn bad_thread_options_exit_2_before_any_work() {
                 "--interleave",
                 "0",
             ][..],
-            "cannot go with --preferred or --interleave",
+            "cannot go with a preferred or interleaved memory placement",
         ),
     ] {
         let mut a = args.to_vec();
@@ -425,5 +425,72 @@ fn threaded_jobs_pin_per_job_and_refuse_the_one_task_mechanisms() {
     assert_eq!(r["home"], "auto pin", "{r}");
     for j in r["jobs"].as_array().unwrap() {
         assert!(j["home_node"].is_u64(), "every job has its node: {j}");
+    }
+}
+
+/// `--shm-numa-balancing` binds the shared memory, so a run row whose
+/// memory is interleaved (Mem I) or jobs whose memory `--home` prefers on
+/// a node are refused with exit 2 before any work, not one failed child
+/// probe per sample after the knobs are set. Regression test for the
+/// check that only the probe made.
+#[test]
+fn shm_numa_balancing_with_interleaved_or_preferred_memory_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &[
+                "run",
+                "--threads",
+                "2",
+                "--processes",
+                "--shm-numa-balancing",
+                "--mem",
+                "A,I",
+                "--cpu",
+                "F",
+                "--samples",
+                "1",
+                "--size",
+                "8M",
+                "--counts",
+                "1",
+                "--load",
+                "0",
+                "--out",
+            ],
+            "a run's Mem I",
+        ),
+        (
+            &[
+                "jobs",
+                "2",
+                "--home",
+                "auto",
+                "--home-cpu",
+                "pin",
+                "--",
+                "--threads",
+                "2",
+                "--processes",
+                "--shm-numa-balancing",
+            ],
+            "--home: every job's memory is preferred",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_numalab"));
+        c.args(args);
+        if args[0] == "run" {
+            c.arg(&out);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--shm-numa-balancing binds") && err.contains(says),
+            "{err}"
+        );
+        assert!(!out.exists(), "nothing written");
     }
 }

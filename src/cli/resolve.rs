@@ -376,6 +376,14 @@ impl JobsArgs {
         // inherited by every thread and process it starts (numactl's manual
         // pinning, per instance); the agent and the scheduler follow the
         // job's one probe task.
+        if let (Some(_), Some(t)) = (&home, probe.threads) {
+            if t.shm_numa_balancing {
+                return Err(usage(format!(
+                    "--home: every job's memory is preferred on its homenode; {}",
+                    crate::probe::SHM_POLICY_CONFLICT
+                )));
+            }
+        }
         if let (Some(h), Some(_)) = (&home, probe.threads) {
             if matches!(h.cpu, HomeCpu::Agent | HomeCpu::Sched) {
                 return Err(usage(format!(

@@ -248,7 +248,8 @@ fn side(row: usize, recs: &[&SampleRecord], traced: bool) -> Option<(Side, Sampl
     let s = Side {
         one_group_pct: groups
             .as_ref()
-            .map(|g| g.one_group as f64 * 100.0 / g.n as f64),
+            .filter(|g| g.group_known > 0)
+            .map(|g| g.one_group as f64 * 100.0 / g.group_known as f64),
         shared_busiest_pct: groups.and_then(|g| g.shared_busiest_pct),
         row,
         n: sample.len(),

@@ -289,6 +289,14 @@ impl ProbeSpec {
     }
 }
 
+/// Why `--shm-numa-balancing` refuses a preferred or interleaved memory
+/// placement (the probe's, a `run` row's, a `jobs --home` job's).
+pub const SHM_POLICY_CONFLICT: &str =
+    "--shm-numa-balancing binds the shared memory (MPOL_BIND, the one policy \
+     MPOL_F_NUMA_BALANCING goes with on every kernel): it cannot go with a preferred or \
+     interleaved memory placement (--preferred, --interleave, a run's Mem I, jobs --home); \
+     with --membind N (a run's Mem A or B) it binds to N";
+
 /// Checks a threaded probe of `bytes` in all: 2 to [`MAX_THREADS`]
 /// threads, and at least a page in the shared array and in each thread's.
 pub fn check_threads(t: &Threads, bytes: u64) -> anyhow::Result<()> {
@@ -417,11 +425,7 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
                 MemPlacement::Preferred(_) | MemPlacement::Interleave(_)
             )
         {
-            return Err(usage(
-                "--shm-numa-balancing binds the shared memory (MPOL_BIND, the one policy \
-                 MPOL_F_NUMA_BALANCING goes with on every kernel): it cannot go with \
-                 --preferred or --interleave; with --membind N it binds to N",
-            ));
+            return Err(usage(SHM_POLICY_CONFLICT));
         }
     }
     let pnid = match spec.pnid {

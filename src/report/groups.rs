@@ -19,7 +19,10 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupsRow {
     pub n: usize,
-    /// Samples whose workers all ended in one numa_group (non-zero).
+    /// Samples in which every worker's group is known (a kernel with NUMA
+    /// balancing's fields in /proc/PID/sched), and of those, the samples
+    /// whose workers all ended in one numa_group (non-zero).
+    pub group_known: usize,
     pub one_group: usize,
     /// Workers in a group with another worker, % of the workers (mean).
     pub grouped_pct: Option<f64>,
@@ -41,7 +44,8 @@ pub struct GroupsRow {
 
 /// One sample's account.
 struct One {
-    one_group: bool,
+    /// `None` when a worker's group is unknown.
+    one_group: Option<bool>,
     grouped_pct: Option<f64>,
     shared_faults_pct: Option<f64>,
     shared_end: Option<(f64, usize)>,
@@ -80,10 +84,8 @@ fn one(p: &ProbeRecord) -> Option<One> {
         })
     });
     Some(One {
-        one_group: !known.is_empty()
-            && known.len() == groups.len()
-            && members.len() == 1
-            && known.iter().all(|g| *g != 0),
+        one_group: (!known.is_empty() && known.len() == groups.len())
+            .then(|| members.len() == 1 && known.iter().all(|g| *g != 0)),
         grouped_pct: (!known.is_empty()).then(|| grouped as f64 * 100.0 / known.len() as f64),
         shared_faults_pct: (private + shared > 0)
             .then(|| shared as f64 * 100.0 / (private + shared) as f64),
@@ -108,7 +110,8 @@ pub fn groups_row(samples: &[&SampleRecord]) -> Option<GroupsRow> {
     let m = |f: fn(&One) -> Option<f64>| mean(&got.iter().filter_map(f).collect::<Vec<_>>());
     Some(GroupsRow {
         n: got.len(),
-        one_group: got.iter().filter(|o| o.one_group).count(),
+        group_known: got.iter().filter(|o| o.one_group.is_some()).count(),
+        one_group: got.iter().filter(|o| o.one_group == Some(true)).count(),
         grouped_pct: m(|o| o.grouped_pct),
         shared_faults_pct: m(|o| o.shared_faults_pct),
         shared_busiest_pct: m(|o| o.shared_end.map(|e| e.0)),
@@ -120,7 +123,7 @@ pub fn groups_row(samples: &[&SampleRecord]) -> Option<GroupsRow> {
 }
 
 pub const CAPTION: &str = "NUMA balancing and the threaded probe, per sample: samples whose \
-     workers all ended in one numa_group; workers grouped with another, %; shared faults, % of \
+     workers all ended in one numa_group (of those whose groups the kernel shows); workers grouped with another, %; shared faults, % of \
      the workers' NUMA faults; the shared array at the end: its busiest node's share and the \
      nodes holding 10% or more (pseudo-interleaving spreads it over the group's nodes); samples \
      where it settled (under 1% of its pages a second moving) and when, s after the release; \
@@ -144,7 +147,11 @@ pub fn table(stats: &[RowStats]) -> Table {
         t.row(vec![
             format!("[{:02}]", s.row.id),
             r.n.to_string(),
-            format!("{}/{}", r.one_group, r.n),
+            if r.group_known == 0 {
+                "-".into()
+            } else {
+                format!("{}/{}", r.one_group, r.group_known)
+            },
             num(r.grouped_pct, 0, "-"),
             num(r.shared_faults_pct, 1, "-"),
             num(r.shared_busiest_pct, 0, "-"),
@@ -199,7 +206,7 @@ mod tests {
     #[test]
     fn processes_on_balanced_shared_memory_are_one_group_and_plain_ones_none() {
         let b = groups_row(&[&sample(0, BALANCED)]).expect("threaded");
-        assert_eq!((b.n, b.one_group), (1, 1));
+        assert_eq!((b.n, b.group_known, b.one_group), (1, 1, 1));
         assert_eq!(b.grouped_pct, Some(100.0));
         let f = b.shared_faults_pct.expect("faults");
         assert!(f > 0.0 && f < 100.0, "{f}");
@@ -219,6 +226,22 @@ mod tests {
         let both = groups_row(&[&sample(0, BALANCED), &sample(0, PLAIN)]).unwrap();
         assert_eq!((both.n, both.one_group), (2, 1));
         assert_eq!(both.grouped_pct, Some(50.0));
+    }
+
+    /// A worker whose group the kernel does not show makes the sample's
+    /// group outcome unknown, not "never grouped".
+    #[test]
+    fn an_unknown_group_is_not_counted_as_ungrouped() {
+        let mut s = sample(0, BALANCED);
+        s.probe.threads[2].numa.numa_group_id = None;
+        let r = groups_row(&[&s, &sample(0, PLAIN)]).unwrap();
+        assert_eq!((r.n, r.group_known, r.one_group), (2, 1, 0));
+        let mut only = sample(0, BALANCED);
+        for t in only.probe.threads.iter_mut() {
+            t.numa.numa_group_id = None;
+        }
+        let r = groups_row(&[&only]).unwrap();
+        assert_eq!((r.group_known, r.one_group, r.grouped_pct), (0, 0, None));
     }
 
     #[test]

@@ -398,6 +398,9 @@ impl ExperimentSpec {
         }
         if let Some(t) = &self.probe.threads {
             crate::probe::check_threads(t, self.probe.size.bytes())?;
+            if t.shm_numa_balancing && self.mem.iter().any(|m| matches!(m.trim(), "I" | "i")) {
+                return Err(usage(crate::probe::SHM_POLICY_CONFLICT));
+            }
             if self.trace {
                 return Err(usage(
                     "--trace with --threads: a sample's trace follows the probe's task, and a \

@@ -267,8 +267,10 @@ pub fn run(
             Ok(s) => Some(s),
             Err(e) => {
                 drop(go_w); // the workers end without starting
-                handles.join()?;
-                return Err(e);
+                return Err(match handles.join() {
+                    Ok(_) => e,
+                    Err(j) => anyhow!("{e:#}; and a worker failed: {j:#}"),
+                });
             }
         }
     };

@@ -128,11 +128,21 @@ impl Procs {
         drop(exit_w);
         for (i, pid) in pids.into_iter().enumerate() {
             let mut status = 0;
-            // SAFETY: `pid` is a child of this process not yet reaped;
-            // `status` outlives the call.
-            let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-            let ok = rc == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-            if !ok {
+            let waited = loop {
+                // SAFETY: `pid` is a child of this process not yet reaped;
+                // `status` outlives the call.
+                let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if rc != -1 {
+                    break Ok(());
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    break Err(e);
+                }
+            };
+            if let Err(e) = waited {
+                first_err.get_or_insert(anyhow!("waiting for probe process {i} (pid {pid}): {e}"));
+            } else if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
                 first_err.get_or_insert(anyhow!(
                     "probe process {i} (pid {pid}) failed (wait status {status:#x})"
                 ));
@@ -210,7 +220,16 @@ fn close_all_but(keep: &[RawFd]) {
         Ok(d) => d
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
             .collect(),
-        Err(_) => return,
+        // No listing (no /proc, or no descriptor left to open it with):
+        // every number up to the descriptor limit, so no inherited pipe
+        // end survives to keep a pipe open.
+        Err(_) => {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                .current
+                .unwrap_or(1 << 20)
+                .min(1 << 20) as RawFd;
+            (0..limit).collect()
+        }
     };
     for fd in fds {
         if !keep.contains(&fd) {
