@@ -62,9 +62,5 @@ pub const CAPTION: &str = "Load balancer's cross-node moves per sample: by the s
 
 /// The balancing section of the text report, or nothing without counters.
 pub fn render_text(rows: &[super::rows::ReportRow]) -> String {
-    let t = super::rows::balance_table(rows);
-    if t.is_empty() {
-        return String::new();
-    }
-    format!("\n{CAPTION}\n{}", t.text())
+    super::text_section(CAPTION, &super::rows::balance_table(rows))
 }

@@ -166,23 +166,12 @@ pub fn table(stats: &[RowStats]) -> Table {
 
 /// The threaded rows' section of the text report, or nothing.
 pub fn render_text(stats: &[RowStats]) -> String {
-    let t = table(stats);
-    if t.is_empty() {
-        return String::new();
-    }
-    format!("\n{CAPTION}\n{}", t.text())
+    super::text_section(CAPTION, &table(stats))
 }
 
 /// The threaded rows' section of the Markdown report, or nothing.
 pub fn render_markdown(stats: &[RowStats]) -> String {
-    let t = table(stats);
-    if t.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\n## NUMA balancing's groups\n\n{CAPTION}\n\n{}",
-        t.markdown()
-    )
+    super::markdown_section("NUMA balancing's groups", CAPTION, &table(stats))
 }
 
 #[cfg(test)]

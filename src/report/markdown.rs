@@ -35,13 +35,11 @@ pub fn render(
         out.push_str(&traced.markdown());
         out.push_str(&format!("\n{}\n", super::traced::all_samples_line(samples)));
     }
-    let balance = super::rows::balance_table(&rows);
-    if !balance.is_empty() {
-        out.push_str("\n## Load balancing across nodes\n\n");
-        out.push_str(super::balance::CAPTION);
-        out.push_str("\n\n");
-        out.push_str(&balance.markdown());
-    }
+    out.push_str(&super::markdown_section(
+        "Load balancing across nodes",
+        super::balance::CAPTION,
+        &super::rows::balance_table(&rows),
+    ));
     out.push_str(&super::sched::render_markdown(stats));
     out.push_str(&super::groups::render_markdown(stats));
     out

@@ -76,6 +76,23 @@ pub struct RowStats {
     pub stop_seq: Option<u64>,
 }
 
+/// An optional section of the text report: its caption and table, or
+/// nothing when the table has no row (no row of the run has the data).
+pub(super) fn text_section(caption: &str, t: &crate::table::Table) -> String {
+    if t.is_empty() {
+        return String::new();
+    }
+    format!("\n{caption}\n{}", t.text())
+}
+
+/// The same section of the Markdown report, under its `title`.
+pub(super) fn markdown_section(title: &str, caption: &str, t: &crate::table::Table) -> String {
+    if t.is_empty() {
+        return String::new();
+    }
+    format!("\n## {title}\n\n{caption}\n\n{}", t.markdown())
+}
+
 pub(super) fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }

@@ -92,20 +92,12 @@ pub fn table(stats: &[RowStats]) -> Table {
 
 /// The scheduler's section of the text report, or nothing.
 pub fn render_text(stats: &[RowStats]) -> String {
-    let t = table(stats);
-    if t.is_empty() {
-        return String::new();
-    }
-    format!("\n{CAPTION}\n{}", t.text())
+    super::text_section(CAPTION, &table(stats))
 }
 
 /// The scheduler's section of the Markdown report, or nothing.
 pub fn render_markdown(stats: &[RowStats]) -> String {
-    let t = table(stats);
-    if t.is_empty() {
-        return String::new();
-    }
-    format!("\n## numalab's scheduler\n\n{CAPTION}\n\n{}", t.markdown())
+    super::markdown_section("numalab's scheduler", CAPTION, &table(stats))
 }
 
 #[cfg(test)]
