@@ -333,6 +333,31 @@ fn a_threaded_record_plots_its_timeline_and_a_classic_one_is_refused() {
     ] {
         assert!(svg.contains(want), "{want:?} missing from the plot");
     }
+    // A record of processes (the 4-node guest's) says so: its command
+    // and "processes" for its workers, not threads.
+    let procs = dir.path().join("procs.json");
+    std::fs::copy(
+        "tests/fixtures/threads/probe-procs-balanced-6.1.json",
+        &procs,
+    )
+    .unwrap();
+    let o = common::numalab_out(
+        &[
+            "plot",
+            procs.to_str().unwrap(),
+            "-o",
+            plots.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.0, 0, "{}", o.2);
+    let svg = std::fs::read_to_string(plots.join("procs-timeline.svg")).unwrap();
+    for want in [
+        "--processes --shm-numa-balancing",
+        "4 processes, tN: process N",
+    ] {
+        assert!(svg.contains(want), "{want:?} missing from the plot");
+    }
     let classic = dir.path().join("classic.json");
     let o = probe(&["--size", "1M", "--counts", "1", "--json"]);
     std::fs::write(&classic, record(&o).to_string()).unwrap();

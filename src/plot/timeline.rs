@@ -45,10 +45,16 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
     let t = spec.threads.expect("a threaded record");
     let head = vec![
         format!(
-            "{}  ·  numalab probe --threads {} --sharing {} --size {} --pattern {}",
+            "{}  ·  numalab probe --threads {} --sharing {}{}{} --size {} --pattern {}",
             path.display(),
             t.count,
             t.sharing,
+            if t.processes { " --processes" } else { "" },
+            if t.shm_numa_balancing {
+                " --shm-numa-balancing"
+            } else {
+                ""
+            },
             spec.size,
             spec.pattern.name()
         ),
@@ -225,7 +231,11 @@ pub fn draw(path: &Path, rec: &ProbeRecord, tl: &Timeline) -> anyhow::Result<Str
         style::text(&prefs, "preferred node", 16, 20, &style::bold(style::TEXT))?;
         style::text(
             &prefs,
-            &format!("{threads} threads, tN: thread N"),
+            &if t.processes {
+                format!("{threads} processes, tN: process N")
+            } else {
+                format!("{threads} threads, tN: thread N")
+            },
             16,
             40,
             &style::grey(style::SMALL),
