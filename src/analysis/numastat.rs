@@ -119,6 +119,20 @@ impl NumaSched {
         *self == NumaSched::default()
     }
 
+    /// The task's faults summed over nodes, (private, shared); `None` when
+    /// the kernel printed no `numa_faults` lines.
+    pub fn fault_totals(&self) -> Option<(u64, u64)> {
+        if self.faults.is_empty() {
+            return None;
+        }
+        Some(self.faults.values().fold((0, 0), |(p, s), f| {
+            (
+                p + f.task_private.unwrap_or(0),
+                s + f.task_shared.unwrap_or(0),
+            )
+        }))
+    }
+
     /// The task's faults on memory of the node it is currently on.
     pub fn faults_on_current_node(&self) -> Option<u64> {
         let node = u32::try_from(self.current_node?).ok()?;
@@ -354,6 +368,9 @@ numa_faults node=3 task_private=0 task_shared=0 group_private=0 group_shared=0
                 .sum::<u64>(),
             5121
         );
+        // Summed over nodes, private and shared: 310 + 4790, 2 + 19.
+        assert_eq!(s.fault_totals(), Some((5100, 21)));
+        assert_eq!(NumaSched::default().fault_totals(), None);
     }
 
     #[test]

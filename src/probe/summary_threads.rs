@@ -76,11 +76,7 @@ pub fn threads_section(r: &ProbeRecord) -> String {
         .right("shared");
     for th in &r.threads {
         let n = &th.numa;
-        let (mut private, mut shared) = (0u64, 0u64);
-        for f in n.faults.values() {
-            private += f.task_private.unwrap_or(0);
-            shared += f.task_shared.unwrap_or(0);
-        }
+        let faults = n.fault_totals();
         let since = tl
             .and_then(|tl| group_since(tl, th.index as usize))
             .filter(|(g, _)| *g != 0)
@@ -97,16 +93,8 @@ pub fn threads_section(r: &ProbeRecord) -> String {
             opt(n.numa_preferred_nid),
             opt(n.numa_group_id),
             since,
-            if n.faults.is_empty() {
-                "?".into()
-            } else {
-                private.to_string()
-            },
-            if n.faults.is_empty() {
-                "?".into()
-            } else {
-                shared.to_string()
-            },
+            faults.map_or_else(|| "?".into(), |f| f.0.to_string()),
+            faults.map_or_else(|| "?".into(), |f| f.1.to_string()),
         ]);
     }
     out.push_str(&table.text());
@@ -125,14 +113,13 @@ pub fn threads_section(r: &ProbeRecord) -> String {
 /// policy), so the line says what this run shows, not what a kernel
 /// should do.
 fn shmem_line(r: &ProbeRecord, balancing: bool) -> String {
-    let mut shared = 0u64;
-    let mut known = false;
-    for th in &r.threads {
-        for f in th.numa.faults.values() {
-            known = true;
-            shared += f.task_shared.unwrap_or(0);
-        }
-    }
+    let totals: Vec<(u64, u64)> = r
+        .threads
+        .iter()
+        .filter_map(|t| t.numa.fault_totals())
+        .collect();
+    let known = !totals.is_empty();
+    let shared: u64 = totals.iter().map(|t| t.1).sum();
     let policy = if balancing {
         "bound with MPOL_F_NUMA_BALANCING"
     } else {

@@ -65,13 +65,11 @@ fn one(p: &ProbeRecord) -> Option<One> {
         .iter()
         .filter(|g| members.get(g).is_some_and(|k| *k >= 2))
         .count();
-    let (mut private, mut shared) = (0u64, 0u64);
-    for t in &p.threads {
-        for f in t.numa.faults.values() {
-            private += f.task_private.unwrap_or(0);
-            shared += f.task_shared.unwrap_or(0);
-        }
-    }
+    let (private, shared) = p
+        .threads
+        .iter()
+        .filter_map(|t| t.numa.fault_totals())
+        .fold((0, 0), |(p, s), (tp, ts)| (p + tp, s + ts));
     let tl = p.timeline.as_ref();
     let shared_ix = tl.and_then(|t| t.arrays.iter().position(|a| a == "shared"));
     let shared_end = tl.zip(shared_ix).and_then(|(t, i)| {
