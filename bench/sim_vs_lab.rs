@@ -14,24 +14,28 @@
 //! Both sides are printed per row (moves per sample by level, cross-node
 //! moves per sample and per second and, where the SLIT has several remote
 //! distances, by distance; the cross-node share of all moves, time away
-//! from the memory's node); the log is the evidence and docs/sim.md holds
-//! the tables. Asserted is only what holds through TCG's distortion of
-//! rates (the sim moved the probe 5-7x as often as the 2-node guest did):
+//! from the memory's node); the log is the evidence and
+//! docs/sim-validation.md holds the tables. Asserted is only what holds
+//! through TCG's distortion of rates (the sim moved the probe 5-7x as
+//! often as the 2-node guest did):
 //! pinned rows' timed loops stay on their node in both (the lab's probe
-//! floats before it binds itself; the trace sees that, see docs/sim.md),
+//! floats before it binds itself; the trace sees that, see
+//! docs/sim-validation.md, "Traced lab runs on three guests"),
 //! pinned rows cross nodes far less than floating ones, floating rows cross
 //! nodes in both, and where the floating probe's moves go agrees within the
 //! tolerance justified at [`share_agrees`]: the cross-node share of its
 //! moves (where a node has several CPUs) and, on the DL980, the share of
 //! its cross-node moves that go to the far half (distance 19). Three
-//! disagreements are printed, not asserted (docs/sim.md): how the DL980's
+//! disagreements are printed, not asserted (docs/sim.md, "Known
+//! disagreements"; docs/sim-validation.md has the tables): how the DL980's
 //! nearer moves split between distances 12 and 17, the 2-node guest's
 //! cross-node share with NUMA balancing on, and the 4-node guest's with it
 //! off.
 //!
 //! A measurement, not a CI test: `bash bench/sim_vs_lab.sh` runs it and
 //! `sim_vs_lab_jobs` before a change to the simulator's model lands, and
-//! the note quotes what they printed (docs/sim.md holds the tables). The
+//! the note quotes what they printed (docs/sim-validation.md holds the
+//! tables). The
 //! tolerances are the lab's own run-to-run spread, so a run here judges a
 //! model change against the kernel; CI keeps what is a mechanism: the
 //! simulator's invariants (tests/sim*.rs) and the tracer's classification
@@ -58,7 +62,8 @@ struct Case {
     /// The probe's `counts` (16 MiB passes per sample): its timed loop.
     counts: u32,
     /// Blocks (NB values) whose floating row's cross-node share disagrees
-    /// with the lab's in repeated runs (docs/sim.md): printed, not asserted.
+    /// with the lab's in repeated runs (docs/sim-validation.md): printed, not
+    /// asserted.
     share_gaps: &'static [u8],
     /// Guest wall-clock limit (lab/guest --timeout).
     timeout_s: u32,
@@ -521,7 +526,7 @@ fn check(case: &Case, lab: &BTreeMap<u64, Row>, sim: &BTreeMap<u64, Row>, dists:
         // DL980 guest the sim's far share (0.115) was below the lab's in
         // all four runs (0.124, 0.125, 0.159, 0.176), and the last failed
         // the 3-SE tolerance, so the gap is the model's, like the split
-        // between the nearer distances (docs/sim.md).
+        // between the nearer distances (docs/sim-validation.md).
         if let [.., far] = dists {
             if dists.len() > 1 {
                 let (ls, lse) = share(&l.at(*far), &l.xnode);
@@ -539,7 +544,7 @@ fn check(case: &Case, lab: &BTreeMap<u64, Row>, sim: &BTreeMap<u64, Row>, dists:
 /// NB 0's cross-node share: the sim's 0.689 was above the lab's in all six
 /// runs (0.56-0.60), by 0.09-0.13, and one passed the tolerance by 0.004:
 /// a systematic gap, not noise, so it is printed as a known disagreement
-/// (docs/sim.md) instead of a check that fails at random. NB 1 agrees
+/// (docs/sim-validation.md) instead of a check that fails at random. NB 1 agrees
 /// (0.644 vs 0.62-0.66) and stays asserted.
 #[test]
 fn sim_matches_traced_lab_runs_on_4node_smt() {
@@ -560,7 +565,7 @@ fn sim_matches_traced_lab_runs_on_4node_smt() {
 /// NB 1's cross-node share: the lab's was 0.59, 0.59, 0.67, 0.66 and 0.63
 /// in five runs (within-run SEs 0.01-0.05; the third failed the tolerance),
 /// the sim's 0.52: NUMA balancing lowers the share in the sim and not in
-/// the lab (docs/sim.md).
+/// the lab (docs/sim-validation.md).
 #[test]
 fn sim_matches_traced_lab_runs_on_2node() {
     compare(&Case {

@@ -4,19 +4,19 @@
 # the lab-tcg profile, side by side, with the agreement checks of
 # bench/sim_vs_lab.rs (the run engine on the 4node-smt, 2node and
 # 8node-dl980 guests) and bench/sim_vs_lab_jobs.rs (the jobs engine on the
-# 2node guest under multi-threaded TCG). They print the tables docs/sim.md
-# quotes. Run it before a change to the simulator's model (src/sim/,
-# profiles/) lands, and quote what it printed in the note.
+# 2node guest under multi-threaded TCG). They print the tables
+# docs/sim-validation.md quotes. Run it before a change to the simulator's
+# model (src/sim/, profiles/) lands, and quote what it printed in the note.
 #
 #   bash bench/sim_vs_lab.sh
 #
-# It runs them at the sizes docs/sim.md quotes (NUMALAB_LAB_MEASURE=1: both
-# NB blocks on the 4node-smt and 2node guests); `cargo test --release
-# --test sim_vs_lab -- --nocapture` alone runs the shorter form (only the
-# blocks whose agreement is asserted). Time on the 2-core machine
-# (2026-11-27): the three run-engine guests two at a time (single-threaded
-# TCG, a host core each) 519 s, then the jobs guest alone 26 s: 545 s after
-# the build.
+# It runs them at the sizes docs/sim-validation.md quotes
+# (NUMALAB_LAB_MEASURE=1: both NB blocks on the 4node-smt and 2node
+# guests); `cargo test --release --test sim_vs_lab -- --nocapture` alone
+# runs the shorter form (only the blocks whose agreement is asserted).
+# Time on the 2-core machine (2026-11-27): the three run-engine guests two
+# at a time (single-threaded TCG, a host core each) 519 s, then the jobs
+# guest alone 26 s: 545 s after the build.
 #
 # Not part of `cargo test` or CI: these are measurements of a model against
 # a kernel, with tolerances from the lab's run-to-run spread; CI tests the

@@ -8,12 +8,12 @@
 //! thread, because single-threaded TCG runs one vCPU at a time: the
 //! guest's CPUs then do not balance side by side, and the same jobs came
 //! out with about half the moves and a third of the crossings, and 67-90%
-//! of their time on their memory's node instead of 52-55% (docs/sim.md,
-//! "What the emulator does to the lab's numbers"). Under multi-threaded
-//! TCG twelve guest runs of eight gave, per batch: 49.9-59.8% on the
-//! memory's node, 23-39 moves and 10.4-22.2 crossings per job, a
-//! cross-node share of 0.42-0.59. The tolerances below are that
-//! batch-to-batch spread, widened (15 points, 0.15 of share), with twelve
+//! of their time on their memory's node instead of 52-55%
+//! (docs/sim-validation.md, "What the emulator does to the lab's
+//! numbers"). Under multi-threaded TCG twelve guest runs of eight gave,
+//! per batch: 49.9-59.8% on the memory's node, 23-39 moves and 10.4-22.2
+//! crossings per job, a cross-node share of 0.42-0.59. The tolerances
+//! below are that batch-to-batch spread, widened (15 points, 0.15 of share), with twelve
 //! runs to a batch to narrow it; a sim that held its jobs as the kernel
 //! seemed to under single-threaded TCG (67-90% on the memory's node) fails
 //! them.

@@ -64,7 +64,8 @@ echo "test.sh: phase 1: unit, integration and doc tests"
 # machine with the kernel cached: lab_pnid_run 220-330 s, lab_topo 70-150,
 # lab_run 90-110, lab_pnid_load 80-105, lab_sched 70-80, lab_groups 65,
 # lab_trace 40-50, lab_probe 30, lab_load_policy 25, lab_pnid 25,
-# lab_home 15. A lab test not listed here runs after these.
+# lab_sim_fit 20, lab_first_touch 15, lab_home 15. A lab test not listed
+# here runs after these.
 kernel_cached() {
     local key dir
     key=$(bash lab/kernel/build --print-key 2>/dev/null) || return 1
@@ -74,10 +75,10 @@ kernel_cached() {
 }
 if kernel_cached; then
     order=(lab_pnid_run lab_topo lab_run lab_pnid_load lab_sched lab_groups lab_trace
-        lab_probe lab_load_policy lab_pnid lab_home)
+        lab_probe lab_load_policy lab_pnid lab_sim_fit lab_first_touch lab_home)
 else
-    order=(lab_pnid lab_run lab_topo lab_groups lab_trace lab_probe lab_load_policy lab_home
-        lab_pnid_run lab_pnid_load lab_sched)
+    order=(lab_pnid lab_run lab_topo lab_groups lab_trace lab_probe lab_load_policy
+        lab_sim_fit lab_first_touch lab_home lab_pnid_run lab_pnid_load lab_sched)
 fi
 queue=()
 for t in "${order[@]}"; do

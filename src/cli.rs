@@ -109,6 +109,14 @@ pub enum Command {
     /// `numalab sched --home 1 -- CMD...`, `numalab sched --policy exec --duration 60`.
     Sched(SchedArgs),
 
+    /// The simulator's own tools. `numalab sim fit RUN_DIR... -o my.toml`:
+    /// a hardware profile fitted from runs on your machine (its pinned
+    /// rows: local, and remote at each distance you ran), with each row's
+    /// residual; `numalab run --backend sim --profile my.toml --like
+    /// RUN_DIR` then predicts the rest of the matrix. See docs/sim.md, "Fitting a profile to your machine".
+    #[command(subcommand)]
+    Sim(SimCommand),
+
     /// Internal: a threaded probe's timeline sampler, its own process (see
     /// `probe::timeline`); its spec as JSON.
     #[command(name = "__timeline", hide = true)]
@@ -530,6 +538,13 @@ pub struct ProbeArgs {
     #[arg(long, value_enum, default_value = "buffer")]
     pub bind_scope: crate::sys::numa::PolicyScope,
 
+    /// When the buffer is first touched: `placed` (after the CPU binding,
+    /// so Mem F's pages are on the node the probe is bound to) or `start`
+    /// (before it, where exec put the probe, then the binding: the RFC's
+    /// own order). See docs/rfc-procedure.md.
+    #[arg(long, value_enum, default_value = "placed")]
+    pub first_touch: crate::probe::FirstTouch,
+
     /// Run the access kernel in this many threads at once (NUMA
     /// balancing's task grouping, swaps and pseudo-interleaving act on
     /// threads that share memory); --size is then the whole workload's
@@ -572,7 +587,7 @@ pub struct ProbeArgs {
           conflicts_with_all = ["pattern", "size", "counts", "min_time", "cpunodebind",
               "membind", "preferred", "interleave", "pnid", "pnid_prctl", "thp",
               "observe_every", "bind_scope", "threads", "sharing", "timeline_ms",
-              "processes", "shm_numa_balancing"])]
+              "processes", "shm_numa_balancing", "first_touch"])]
     pub spec_json: Option<String>,
 
     /// Print one JSON record (schema numalab.probe/1) instead of the summary.
@@ -677,6 +692,48 @@ pub struct CompareArgs {
     /// Run directories: BASE first, then one or more OTHER runs.
     #[arg(value_name = "DIR")]
     pub runs: Vec<PathBuf>,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::table::Format,
+}
+
+/// `numalab sim ...`
+#[derive(Debug, clap::Subcommand)]
+pub enum SimCommand {
+    /// Fit a hardware profile to recorded runs: from every row with the
+    /// CPU bound to a node, the time per access on a CPU against where the
+    /// memory was (SLIT distance), fit the loop's own time (`cpu_ns`), the
+    /// DRAM latency at each distance measured (local too, from runs of two
+    /// buffer sizes or more) and the machine's sample-to-sample spread;
+    /// everything else comes from --base. Prints each parameter with its
+    /// error and each row's residual; writes the profile. Reads the runs
+    /// only.
+    Fit(FitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// Run directories (`numalab run --out`), host or simulated.
+    #[arg(value_name = "DIR", required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Where the fitted profile goes (TOML; replaced atomically).
+    #[arg(short = 'o', long = "out", value_name = "FILE.toml", required = true)]
+    pub out: PathBuf,
+
+    /// The profile whose other values the fitted one keeps (caches,
+    /// `exposed`, SMT, kernel costs): a built-in or a file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "generic")]
+    pub base: String,
+
+    /// The fitted profile's name (default: the output file's stem).
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// The machine host runs were recorded on, when it is not this one
+    /// (`numalab topo --json` there).
+    #[arg(long, value_name = "FILE.json")]
+    pub topology: Option<PathBuf>,
 
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::table::Format,

@@ -5,8 +5,8 @@
 //! prefer its own CPU's node, so it counts in nr_preferred_running and a
 //! task leaving its preferred node is not held back; under `--policy local`
 //! (MPOL_LOCAL, not migrate-on-fault) a worker takes no hinting faults and
-//! never prefers a node, and the preferred node then protects (docs/sim.md,
-//! "What the load looks like to NUMA balancing").
+//! never prefers a node, and the preferred node then protects
+//! (docs/sim-validation.md, "What the load looks like to NUMA balancing").
 //!
 //! It once failed in CI: an MPOL_LOCAL worker took 2 faults. Another
 //! thread of the load's process (default policy) had scanned, and a VMA

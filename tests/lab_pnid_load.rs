@@ -5,7 +5,7 @@
 //! workers prefer none (`--load-policy local`, MPOL_LOCAL) than under
 //! numalab's default load, whose workers come to prefer their own nodes
 //! (tests/lab_load_policy.rs). This is the mechanism the simulator uses to
-//! read the RFC's PNID rows (docs/sim.md, "Calibration").
+//! read the RFC's PNID rows (docs/sim-validation.md, "Calibration").
 //!
 //! Asserted: what must hold whatever the emulator's timing (every sample
 //! traced, the forced node in force in every PNID sample under both
@@ -284,7 +284,8 @@ impl NumaBalance {
 /// topology (lab-tcg profile, the same load policy): how each moved the
 /// probe. Printed, not asserted: TCG runs the guest's CPUs one at a time
 /// and the sim's rates differ 5-7x (bench/sim_vs_lab.rs), so only where the
-/// moves come from is compared (docs/sim.md).
+/// moves come from is compared (docs/sim-validation.md, "How each side
+/// moves the probe").
 fn balancing_at_the_numa_domain(pol: &str, samples: &[Value], spec: &str, ni_random: bool) {
     let tmp = tempfile::tempdir().unwrap();
     // The lab kernel is 6.12: group_smt_balance.

@@ -495,7 +495,8 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
 
 #[test]
 fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
-    // kernel.group_imbalance (off by default, docs/sim.md): a sibling that
+    // kernel.group_imbalance (off by default, docs/sim-validation.md, "The
+    // group imbalance flag"): a sibling that
     // finds the probe running behind its pinned worker flags their core,
     // and idle CPUs of other cores then balance that core by force. Under
     // random phases on 6.6+ the probe no longer stays in its core (the

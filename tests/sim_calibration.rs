@@ -1,5 +1,5 @@
 //! The simulator against what it is calibrated and validated on (the
-//! numbers and their reading are in docs/sim.md):
+//! numbers and their reading are in docs/sim-validation.md):
 //! - the RFC's Intel table (../shared/seeds/preferred-node-affinity-rfc.txt,
 //!   Xeon 8167M, 64 samples per row), as ratios of each row to row [00]:
 //!   two values are fitted, the `xeon-8167m` profile's `memory.cpu_ns` and
@@ -49,7 +49,7 @@ fn per_row(s: &[serde_json::Value], rows: usize) -> Vec<(f64, f64)> {
 }
 
 /// The RFC's experiment as far as its text and traces pin it down (the
-/// reasoning is in docs/sim.md, "Calibration"): samples as long as its
+/// reasoning is in docs/sim-validation.md, "Calibration"): samples as long as its
 /// (row [00] took 136.5 s: 218 passes of the 66 MiB probe), memory bound
 /// for the whole process (its bound rows with NB 1 behave as NB 0), and a
 /// load NUMA balancing does not see (its NB 1 and PNID rows hold the probe
@@ -196,7 +196,7 @@ fn intel_profile_against_the_rfc_table() {
     }
     // The RFC's cut is 99% (7-12 against 1344-1499); the sim's, since model
     // 4 stopped losing the SMT sibling's newly-idle balance, about 90%
-    // (docs/sim.md, "Outside 5%"): a known gap, printed; the assertion
+    // (docs/sim-validation.md, "Outside 5%"): a known gap, printed; the assertion
     // holds the finding that the forced node removes most crossings.
     eprintln!(
         "PNID's cut of cross-node moves: [20] {:.0} vs [11] {:.0} per sample ({:.1}%; the RFC's traces: 7-12 vs 1344-1499)",
@@ -216,7 +216,7 @@ fn intel_profile_against_the_rfc_table() {
 /// on node 0 or 1, CPU pinned to either node or floating), with the
 /// preset's noise: the pinned rows' is the fitted `noise.sample_cv`; the
 /// floating rows add what the model's own placement varies, which the RFC
-/// shows more of (docs/sim.md, "Sample-to-sample spread"). The six rows
+/// shows more of (docs/sim-validation.md, "Sample-to-sample spread"). The six rows
 /// share their 16 draws, so this is one 16-sample estimate of the noise,
 /// plus each row's own spread.
 #[test]

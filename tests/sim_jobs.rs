@@ -249,7 +249,7 @@ fn sim_only_options_and_what_the_sim_cannot_do_exit_2_before_any_work() {
 fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
     // The two engines share the machine, the load, the cost model and the
     // balancing rules; with one probe pinned to its memory's node they must
-    // agree on its time (docs/sim.md, "Against the run engine"). Floating, they differ by design (the jobs
+    // agree on its time (docs/sim-validation.md, "Against the run engine"). Floating, they differ by design (the jobs
     // engine balances idle CPUs whenever due and pays refills per line
     // touched); that is printed, not asserted.
     let state = tempfile::tempdir().unwrap();
@@ -349,8 +349,8 @@ fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
     );
     // Model 3: 0.354 vs 0.365 s. Model 4's run engine no longer loses the
     // SMT sibling's newly-idle balance: 0.341 vs 0.360. The gap is in
-    // waiting (below), so the bound is 6% (docs/sim.md, "Against the run
-    // engine").
+    // waiting (below), so the bound is 6% (docs/sim-validation.md, "Against
+    // the run engine").
     assert!(
         (mean(&pinned) / rp - 1.0).abs() < 0.06,
         "pinned: run engine {rp:.3} s, jobs engine {:.3} s",
@@ -358,7 +358,7 @@ fn one_pinned_job_takes_the_time_the_run_engine_predicts_for_its_row() {
     );
     // Both engines' pinned probe waits behind the load, the jobs engine's
     // longer (model 6: 16.8% against 21.9%, which is the gap in their loop
-    // times: docs/sim.md, "Against the run engine").
+    // times: docs/sim-validation.md, "Against the run engine").
     let (jw, rw) = (mean(&pinned_wait), mean(&run_wait));
     println!("pinned: waiting {rw:.1}% (run engine), {jw:.1}% (jobs engine)");
     assert!(rw > 5.0 && jw > 5.0, "waiting {rw:.1}% and {jw:.1}%");

@@ -1,5 +1,5 @@
 //! The simulator's machine noise (the profile's `noise.sample_cv`,
-//! docs/sim.md "Sample-to-sample spread"): it spreads a row's samples, it
+//! docs/sim-validation.md "Sample-to-sample spread"): it spreads a row's samples, it
 //! is drawn per sample index so every row of a run shares it, and the
 //! report says which spread a simulated run has.
 

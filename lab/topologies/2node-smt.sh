@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2034,SC2054
 # 2 nodes, each one socket (one LLC) of 2 cores x 2 SMT threads, 512 MiB
 # each: the smallest machine on which the load balancer chooses between an
-# SMT sibling, another core of the LLC and another node (docs/sim.md,
-# "Which balancer moves the probe within a node").
+# SMT sibling, another core of the LLC and another node
+# (docs/sim-validation.md, "Which balancer moves the probe within a node").
 TOPO_DESC="2 nodes, each one socket of 2 cores x 2 SMT threads, 512 MiB each"
 TOPO_MEM=1024M
 TOPO_SMP=8,sockets=2,cores=2,threads=2

@@ -143,6 +143,7 @@ impl ProbeArgs {
             thp: a.thp,
             observe_every: a.observe_every,
             bind_scope: a.bind_scope,
+            first_touch: a.first_touch,
             threads: (a.threads > 1).then_some(Threads {
                 count: a.threads,
                 sharing: a.sharing.unwrap_or(Sharing::Shared),
@@ -164,7 +165,12 @@ impl RunArgs {
                 let text = crate::input::read_input_text(p, "spec", crate::input::DOC_LIMIT)?;
                 ExperimentSpec::from_toml(&text, &p.display().to_string())?
             }
-            None => ExperimentSpec::default(),
+            None => match &a.like {
+                // An earlier run's spec, whole (its rows, probe, load and
+                // seed): e.g. the simulator's prediction of a host run.
+                Some(dir) => crate::run::record::read_meta(dir)?.spec,
+                None => ExperimentSpec::default(),
+            },
         };
         if a.quick {
             spec.samples = 4;
@@ -231,6 +237,9 @@ impl RunArgs {
         }
         if let Some(v) = a.counts {
             spec.probe.counts = v;
+        }
+        if let Some(v) = a.first_touch {
+            spec.probe.first_touch = v;
         }
         if let Some(v) = a.bind_scope {
             spec.probe.bind_scope = v;
@@ -403,6 +412,12 @@ impl JobsArgs {
                      patch built in",
                 ));
             }
+            if !probe.first_touch.is_placed() {
+                return Err(usage(
+                    "--first-touch start is not modelled by the simulator's jobs engine (run \
+                     models it; jobs on the host take it)",
+                ));
+            }
             // The simulator checks the node; this kernel's interface is
             // not the question.
             crate::probe::validate(
@@ -463,6 +478,7 @@ mod tests {
             observe_every: 0,
             bind_scope: PolicyScope::Buffer,
             threads: None,
+            first_touch: crate::probe::FirstTouch::Placed,
         };
         let specs = [
             base.clone(),
@@ -481,6 +497,7 @@ mod tests {
                 pnid_prctl: Some("77:v2025".into()),
                 min_time_ns: Some(2_250_000_000),
                 bind_scope: PolicyScope::Process,
+                first_touch: crate::probe::FirstTouch::Start,
                 ..base.clone()
             },
             ProbeSpec {

@@ -32,13 +32,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE.toml")]
     pub spec: Option<PathBuf>,
 
+    /// Run the experiment of an earlier run: the spec in DIR/run.json
+    /// (rows, probe, load, seed), with this command line's options over
+    /// it. `run --backend sim --profile my.toml --like DIR` is the
+    /// simulator's prediction of DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "spec")]
+    pub like: Option<PathBuf>,
+
     /// Continue the interrupted run in DIR (its spec and order are reused:
     /// any option that would change them is refused, not ignored).
     #[arg(long, value_name = "DIR",
-          conflicts_with_all = ["spec", "out", "backend", "preset", "topology", "profile",
+          conflicts_with_all = ["spec", "like", "out", "backend", "preset", "topology", "profile",
               "nodes", "samples", "precision", "min_samples", "max_samples", "quick", "load",
               "migration_cost_ns", "nb", "pnid", "mem", "cpu", "pattern", "size", "counts",
-              "bind_scope", "load_policy", "load_period_ms", "load_phases", "seed", "trace",
+              "bind_scope", "first_touch", "load_policy", "load_period_ms", "load_phases", "seed", "trace",
               "knob", "threads", "sharing", "timeline_ms", "processes",
               "shm_numa_balancing"])]
     pub resume: Option<PathBuf>,
@@ -151,6 +158,14 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub bind_scope: Option<crate::sys::numa::PolicyScope>,
 
+    /// When each sample's probe first touches its buffer: `placed` (the
+    /// default: after its CPU binding, so a Mem F row's pages are on the
+    /// node its CPU is bound to) or `start` (before the binding, where exec
+    /// put it: the RFC's order); see `probe --help` and
+    /// docs/rfc-procedure.md.
+    #[arg(long, value_enum)]
+    pub first_touch: Option<crate::probe::FirstTouch>,
+
     /// The background load workers' memory policy: `default` (NUMA
     /// balancing sees them and each comes to prefer its own node) or
     /// `local` (MPOL_LOCAL: no worker ever prefers a node); see `load
@@ -169,7 +184,7 @@ pub struct RunArgs {
     /// the nodes, LLCs and cores, so every node carries the same load at
     /// every instant). With a floating probe the phases decide which CPUs
     /// take it over and whether nodes take turns being busy, so they shape
-    /// the mix of moves (docs/sim.md, "The load's shape").
+    /// the mix of moves (docs/sim-validation.md, "The load's shape").
     #[arg(long, value_enum)]
     pub load_phases: Option<crate::load::LoadPhases>,
 
@@ -229,7 +244,7 @@ pub struct BackendArgs {
     pub source: TopologySource,
 
     /// --backend sim: the hardware profile, a built-in (xeon-8167m,
-    /// epyc-7551, lab-tcg, generic) or a TOML file (docs/sim.md); default:
+    /// epyc-7551, lab-tcg, generic) or a TOML file (docs/sim.md, "Hardware profiles"); default:
     /// the preset's own, else generic.
     #[arg(long, value_name = "NAME|FILE.toml")]
     pub profile: Option<String>,

@@ -14,6 +14,7 @@ pub mod report;
 pub mod restore;
 pub mod run;
 pub mod sched;
+pub mod sim;
 pub mod topo;
 pub mod trace;
 
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Jobs(args) => jobs::run(&cli.sysfs_root, &args),
         Command::Home(args) => home::run(&cli.sysfs_root, &args),
         Command::Sched(args) => sched::run(&cli.sysfs_root, &args),
+        Command::Sim(cmd) => sim::run(&cli.sysfs_root, &cmd),
         Command::Restore => restore::run(&cli.sysfs_root),
         Command::Generate { what, subcommand } => {
             crate::cli::generate(what, subcommand.as_deref(), &mut std::io::stdout().lock())

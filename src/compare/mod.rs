@@ -317,7 +317,7 @@ fn differences(base: &LoadedRun, o: &LoadedRun) -> Vec<String> {
 }
 
 /// Two simulated runs with the same seed and a machine noise drew the same
-/// noise factor for each sample index (docs/sim.md, "Sample-to-sample
+/// noise factor for each sample index (docs/sim-validation.md, "Sample-to-sample
 /// spread"): their samples are not independent, as Welch's test takes
 /// them, so its verdicts are conservative.
 fn shared_noise(base: &LoadedRun, o: &LoadedRun) -> Option<String> {

@@ -254,5 +254,6 @@ pub fn probe_spec(row: &Row, spec: &ExperimentSpec) -> ProbeSpec {
         observe_every: p.observe_every,
         bind_scope: p.bind_scope,
         threads: p.threads,
+        first_touch: p.first_touch,
     }
 }

@@ -6,7 +6,7 @@
 //! spread over the topology so every node, LLC and core is equally loaded
 //! at every instant ([`spread`]). The phases decide which CPU goes idle
 //! next while another task waits, and whether the nodes take turns being
-//! busy, so they shape how a floating task moves (docs/sim.md, "The load's
+//! busy, so they shape how a floating task moves (docs/sim-validation.md, "The load's
 //! shape").
 //!
 //! Workers are threads of the calling process, so they die with it whatever

@@ -75,6 +75,34 @@ impl ThpMode {
     }
 }
 
+/// When the probe first touches its buffer: after its CPU binding (where
+/// it will run), or at its start, before the binding (wherever exec put
+/// it), as the Preferred Node Affinity RFC's probe did (docs/rfc-procedure.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FirstTouch {
+    /// CPU bound, then the memory policy, then the first touch: Mem F's
+    /// pages land on the node the row pins the CPU to.
+    #[default]
+    Placed,
+    /// The memory policy, the first touch, then the CPU binding: Mem F's
+    /// pages land where the probe started.
+    Start,
+}
+
+impl FirstTouch {
+    pub fn is_placed(&self) -> bool {
+        *self == FirstTouch::Placed
+    }
+    /// The spelling `--first-touch` takes and records carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            FirstTouch::Placed => "placed",
+            FirstTouch::Start => "start",
+        }
+    }
+}
+
 /// What a threaded probe's accesses go over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
@@ -207,6 +235,9 @@ pub struct ProbeSpec {
     /// Several threads and what they share; absent: the classic probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<Threads>,
+    /// When the buffer is first touched (absent: `placed`).
+    #[serde(default, skip_serializing_if = "FirstTouch::is_placed")]
+    pub first_touch: FirstTouch,
 }
 
 impl ProbeSpec {
@@ -253,6 +284,9 @@ impl ProbeSpec {
         }
         if !self.bind_scope.is_buffer() {
             a.extend(["--bind-scope".into(), self.bind_scope.name().into()]);
+        }
+        if !self.first_touch.is_placed() {
+            a.extend(["--first-touch".into(), self.first_touch.name().into()]);
         }
         if let Some(t) = &self.threads {
             a.extend([
@@ -418,6 +452,12 @@ pub fn validate(spec: &ProbeSpec, topo: &Topology) -> anyhow::Result<Validated> 
         }
     }
     if let Some(t) = &spec.threads {
+        if !spec.first_touch.is_placed() {
+            return Err(usage(
+                "--first-touch start is the classic probe's (one buffer, one task): a \
+                 threaded probe's workers touch their memory after their placement",
+            ));
+        }
         check_threads(t, spec.size.bytes())?;
         if t.shm_numa_balancing
             && matches!(

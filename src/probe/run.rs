@@ -25,12 +25,15 @@ pub fn run(
     mut progress: impl FnMut(u32, u64),
 ) -> anyhow::Result<ProbeRecord> {
     let spec = &v.spec;
+    // `--first-touch start`: the buffer is touched where the probe runs
+    // now, and bound after (the RFC's order); otherwise bound first.
+    let touch_first = !spec.first_touch.is_placed();
     let Placed {
         start_unix_ns,
         numa_start,
-        allowed_cpus,
+        mut allowed_cpus,
         policy,
-    } = place(v)?;
+    } = place(v, !touch_first)?;
     let pnid = match (&v.pnid, spec.pnid) {
         (Some(iface), Some(nid)) => {
             iface.set(0, nid).with_context(|| {
@@ -56,6 +59,9 @@ pub fn run(
     let warm = Instant::now();
     kernel.warm_up();
     let warm_up_ns = warm.elapsed().as_nanos() as u64;
+    if touch_first {
+        allowed_cpus = bind_cpus(v)?;
+    }
     let (pages_per_node, pages_unplaced) = read_back(&kernel.buffers())?;
     let thp = thp_report(spec.thp);
 
@@ -194,9 +200,11 @@ pub(super) struct Placed {
 }
 
 /// Places the calling thread as `v` asks (threads it starts inherit its
-/// affinity and process memory policy): binds its CPUs, and for the
-/// `process` scope sets the memory policy of the whole probe.
-pub(super) fn place(v: &Validated) -> anyhow::Result<Placed> {
+/// affinity and process memory policy): binds its CPUs (unless not
+/// `bind_now`: then the caller does it with [`bind_cpus`] after the first
+/// touch), and for the `process` scope sets the memory policy of the
+/// whole probe.
+pub(super) fn place(v: &Validated, bind_now: bool) -> anyhow::Result<Placed> {
     let spec = &v.spec;
     let start_unix_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -204,10 +212,11 @@ pub(super) fn place(v: &Validated) -> anyhow::Result<Placed> {
         .unwrap_or(0);
     // Before any placement, so the delta covers binding, warm-up and loop.
     let numa_start = NumaStart::read();
-    if let Some(cpus) = &v.bind_cpus {
-        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
-    }
-    let allowed_cpus = sys::get_affinity(0).context("reading CPU affinity")?;
+    let allowed_cpus = if bind_now {
+        bind_cpus(v)?
+    } else {
+        sys::get_affinity(0).context("reading CPU affinity")?
+    };
     let policy = match &spec.mem {
         MemPlacement::Float => None,
         MemPlacement::Bind(n) => Some(numa::Policy::Bind([*n].into_iter().collect())),
@@ -226,6 +235,15 @@ pub(super) fn place(v: &Validated) -> anyhow::Result<Placed> {
         allowed_cpus,
         policy,
     })
+}
+
+/// Binds the calling thread to `v`'s CPUs, if it names any; the CPUs it
+/// may use after.
+pub(super) fn bind_cpus(v: &Validated) -> anyhow::Result<IdSet> {
+    if let Some(cpus) = &v.bind_cpus {
+        sys::set_affinity(0, cpus).with_context(|| format!("binding to CPUs {cpus}"))?;
+    }
+    sys::get_affinity(0).context("reading CPU affinity")
 }
 
 /// THP advice and, for the `buffer` scope, the memory policy, on buffers

@@ -18,6 +18,7 @@
 
 pub mod balance;
 pub mod csv;
+pub mod fit;
 pub mod groups;
 pub mod jobs;
 pub mod json;
@@ -283,7 +284,7 @@ pub fn header(meta: &RunMeta) -> Vec<(&'static str, String)> {
         ("migration_cost_ns", costs.join(", ")),
     ];
     // A simulated run's spread is the profile's noise plus the model's own
-    // (docs/sim.md, "Sample-to-sample spread"): say which, since without
+    // (docs/sim-validation.md, "Sample-to-sample spread"): say which, since without
     // noise its intervals are far narrower than a machine's.
     if let Some(sim) = &meta.sim {
         let cv = sim.profile.noise.sample_cv;

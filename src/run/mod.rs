@@ -9,6 +9,7 @@
 //! (`crate::experiment`) writes it; `report`, `compare` and `plot` read it
 //! and never import the runner.
 
+pub mod fit;
 pub mod jobs;
 pub mod knobs;
 pub mod observer;

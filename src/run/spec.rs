@@ -83,6 +83,10 @@ pub struct ProbeParams {
     /// probe (set_mempolicy, as numactl --membind).
     #[serde(skip_serializing_if = "PolicyScope::is_buffer")]
     pub bind_scope: PolicyScope,
+    /// When the probe first touches its buffer: after its CPU binding
+    /// (`placed`, absent) or before it (`start`, the RFC's order).
+    #[serde(skip_serializing_if = "crate::probe::FirstTouch::is_placed")]
+    pub first_touch: crate::probe::FirstTouch,
     /// The probe as several threads (`[probe.threads]`: count, sharing,
     /// timeline_ms); absent: the classic one-thread probe.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,6 +102,7 @@ impl Default for ProbeParams {
             thp: ThpMode::System,
             observe_every: 4096,
             bind_scope: PolicyScope::Buffer,
+            first_touch: crate::probe::FirstTouch::Placed,
             threads: None,
         }
     }

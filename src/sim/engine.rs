@@ -145,8 +145,15 @@ impl<'a> Engine<'a> {
         // the tick.
         let factor = 1.0 + (m.len().clamp(1, 8) as f64).log2().floor();
         let slice_ns = ((0.75e6 * factor) / tick_ns).ceil() * tick_ns;
+        // Touching first, the probe runs anywhere until its warm-up ends.
+        let all: Vec<usize> = (0..m.len()).collect();
+        let allowed_now = if spec.touch_first {
+            &all
+        } else {
+            &spec.allowed
+        };
         let mut allowed = vec![false; m.len()];
-        spec.allowed.iter().for_each(|&c| allowed[c] = true);
+        allowed_now.iter().for_each(|&c| allowed[c] = true);
         let nodes = m.node_ids.len();
         let page_bytes = spec.page_bytes.max(4096);
         let buffer_pages = spec.buffer_bytes.div_ceil(page_bytes).max(1) as usize;
@@ -165,7 +172,7 @@ impl<'a> Engine<'a> {
         .with_scope(spec.scope);
         let levels = m.cpu_domains.iter().map(|d| d.len()).max().unwrap_or(0);
         Engine {
-            idle_starts: IdleStarts::new(load, &spec.allowed),
+            idle_starts: IdleStarts::new(load, allowed_now),
             m,
             p,
             load,
@@ -379,7 +386,7 @@ impl<'a> Engine<'a> {
 
     /// Runs the sample to the probe's exit.
     pub fn run(mut self) -> SampleResult {
-        let a = &self.spec.allowed;
+        let a: Vec<usize> = (0..self.m.len()).filter(|&c| self.allowed[c]).collect();
         // Exec places the task on an idle CPU (sched_balance_exec picks the
         // idlest); then the probe sets its own affinity.
         let idle: Vec<usize> = (0..self.m.len()).filter(|&c| !self.busy(c, 0.0)).collect();
@@ -397,14 +404,7 @@ impl<'a> Engine<'a> {
             self.set_share(Some((0.0, 0.0)));
         }
         if !self.allowed[start] {
-            // __set_cpus_allowed_ptr: any allowed CPU, idle ones first.
-            let idle_ok: Vec<usize> = a.iter().copied().filter(|&c| !self.busy(c, 0.0)).collect();
-            let to = if idle_ok.is_empty() {
-                a[self.rng.below(a.len())]
-            } else {
-                idle_ok[self.rng.below(idle_ok.len())]
-            };
-            self.move_to(to, Cause::Affinity);
+            self.bind_move(&a);
         }
         self.recompute_access();
         // The probe's whole work at the slowest access this machine has,
@@ -592,8 +592,36 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// __set_cpus_allowed_ptr off the current CPU: to any of `a`, idle
+    /// ones first.
+    fn bind_move(&mut self, a: &[usize]) {
+        let t = self.t;
+        let idle_ok: Vec<usize> = a.iter().copied().filter(|&c| !self.busy(c, t)).collect();
+        let to = if idle_ok.is_empty() {
+            a[self.rng.below(a.len())]
+        } else {
+            idle_ok[self.rng.below(idle_ok.len())]
+        };
+        self.move_to(to, Cause::Affinity);
+    }
+
+    /// `--first-touch start`: the buffer touched, the probe binds to its
+    /// CPUs (moving off the one it is on if it must), at the loop's start.
+    fn bind_after_touch(&mut self) {
+        let a = self.spec.allowed.clone();
+        self.allowed = vec![false; self.m.len()];
+        a.iter().for_each(|&c| self.allowed[c] = true);
+        self.idle_starts = IdleStarts::new(self.load, &a);
+        self.next_idle_memo = None;
+        if !self.allowed[self.cur] {
+            self.bind_move(&a);
+        }
+        self.res.loop_start_cpu = Some(self.cur);
+    }
+
     fn end_phase(&mut self) {
         let t = self.t;
+        let was_warm_up = matches!(self.phase, Phase::WarmUp);
         match self.phase {
             Phase::WarmUp => {
                 self.place_warm_pages(self.buffer_pages as f64);
@@ -616,6 +644,11 @@ impl<'a> Engine<'a> {
         }
         self.phase_start = t;
         self.work_left = self.spec.accesses_per_iteration as f64;
+        if was_warm_up && self.spec.touch_first {
+            // After the loop's work is set, so the move's refill is owed
+            // by the loop.
+            self.bind_after_touch();
+        }
     }
 
     /// The relation of two CPU positions (for the balancer's tests).

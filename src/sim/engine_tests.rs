@@ -23,6 +23,7 @@ fn spec(m: &Machine, allowed: Vec<usize>, mem: MemPolicy, load: f64, seed: u64) 
         noise_seed: seed,
         scope: crate::sys::numa::PolicyScope::Buffer,
         load_policy: crate::load::LoadPolicy::Default,
+        touch_first: false,
     }
 }
 

@@ -24,7 +24,7 @@
 //! milliseconds until they next balance).
 //!
 //! Modelled only when the profile's `kernel.group_imbalance` is on (off by
-//! default: docs/sim.md, "The group imbalance flag", says what it does to
+//! default: docs/sim-validation.md, "The group imbalance flag", says what it does to
 //! the calibration and why).
 
 use super::balance::NewIdleStats;

@@ -15,6 +15,7 @@
 pub mod balance;
 pub mod engine;
 mod engine_numa;
+pub mod fit;
 pub mod group_imb;
 pub mod groups;
 pub mod load;

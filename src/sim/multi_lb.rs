@@ -14,7 +14,7 @@
 //! failed there, as sched_balance_rq() does with a CPU of one pinned task.
 //!
 //! With the profile's `kernel.group_imbalance` (off by default, see
-//! docs/sim.md), affinity leaves a mark one level up, as sched_balance_rq()
+//! docs/sim-validation.md, "The group imbalance flag"), affinity leaves a mark one level up, as sched_balance_rq()
 //! leaves it: an attempt that met a task it may not move (every worker is
 //! pinned) and left imbalance flags its parent domain's local group
 //! (`sd_parent->groups->sgc->imbalance`); group_classify() calls a flagged
@@ -26,7 +26,7 @@
 //!
 //! Left out, and why: load is PELT's long-run value (1 per probe, the duty
 //! cycle per worker); the balance interval does not double when balanced
-//! (docs/sim.md: with it both engines cross nodes less than the kernels
+//! (docs/sim-validation.md, "What moves it": with it both engines cross nodes less than the kernels
 //! traced; with the imbalance flag it is the brake the flag lacks on a
 //! large loaded machine); misfit and asym-packing groups (none on these
 //! machines' symmetric CPUs) are not modelled; exec placement takes the

@@ -2,7 +2,7 @@
 //! the topology does not say (cache sizes and latencies, DRAM latency by
 //! SLIT distance, SMT sharing, kernel costs), each value with its source.
 //!
-//! A profile is a TOML file (format in docs/sim.md); the built-in ones live
+//! A profile is a TOML file (format in docs/sim.md, "Hardware profiles"); the built-in ones live
 //! in `profiles/*.toml` and are compiled in. The probe's time per access and
 //! the cost of a migration are both derived from these numbers by one cache
 //! model ([`Profile::access_ns`], [`Profile::refill_ns`]), so a migration
@@ -60,7 +60,7 @@ pub struct Memory {
     /// listed ones are interpolated, beyond the largest scaled by distance.
     pub remote_ns: BTreeMap<String, f64>,
     /// Share of a load's latency the probe really waits for (the rest is
-    /// hidden by overlapping misses), 0-1. Calibrated (see docs/sim.md).
+    /// hidden by overlapping misses), 0-1. Calibrated (see docs/sim-validation.md, "Calibration: the RFC's Intel table").
     pub exposed: f64,
     /// Time per access that does not depend on where memory is, ns
     /// (address generation, TLB walks of local page tables, the store).
@@ -106,7 +106,7 @@ pub struct KernelCosts {
     /// Model the flag a balance attempt that failed for affinity leaves on
     /// its parent domain's local group (`sgc->imbalance`, then
     /// group_imbalanced). Every kernel has it; the model keeps it off by
-    /// default while its calibration is open (docs/sim.md, "The group
+    /// default while its calibration is open (docs/sim-validation.md, "The group
     /// imbalance flag"). Left out of the profile's record when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub group_imbalance: bool,

@@ -52,6 +52,10 @@ pub struct SampleSpec {
     /// The load workers' memory policy: under MPOL_LOCAL they never
     /// prefer a node.
     pub load_policy: LoadPolicy,
+    /// `--first-touch start`: the probe may run anywhere until its
+    /// warm-up has touched the buffer, and only then binds to `allowed`
+    /// (the RFC's order); false: bound from exec.
+    pub touch_first: bool,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -113,6 +113,7 @@ pub fn template() -> ProbeRecord {
         observe_every: 64,
         bind_scope: Default::default(),
         threads: None,
+        first_touch: Default::default(),
     };
     let here =
         numalab::topology::sysfs::read_topology(&numalab::topology::sysfs::SysRoot::new("/"))

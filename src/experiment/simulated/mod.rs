@@ -10,6 +10,7 @@
 //! result depends neither on order nor on threads, and a resumed run gets
 //! the samples a whole run would have had.
 
+pub mod fit;
 pub mod jobs;
 
 use super::backend::{row_knobs, Backend, Capabilities, Sampled};
@@ -173,6 +174,7 @@ impl Sim {
             noise_seed: seed_of(spec.seed, usize::MAX, index),
             scope: p.bind_scope,
             load_policy: spec.load_policy,
+            touch_first: !p.first_touch.is_placed(),
         })
     }
 
@@ -456,7 +458,7 @@ fn sim_kinds(moves: Option<Moves>) -> BalanceKinds {
 
 /// Refuses a probe the simulator does not model: a threaded one, whose
 /// point is NUMA balancing's task grouping, task swaps and
-/// pseudo-interleaving, none of which the model has (docs/sim.md).
+/// pseudo-interleaving, none of which the model has (docs/sim.md, "What is not modelled").
 pub fn check_probe(threads: Option<crate::probe::Threads>) -> anyhow::Result<()> {
     match threads {
         None => Ok(()),

@@ -121,7 +121,7 @@ pub fn run(
         numa_start,
         allowed_cpus,
         policy,
-    } = classic::place(v)?;
+    } = classic::place(v, true)?;
     let prepare = |a: &Arrays| classic::prepare(spec, policy.as_ref(), &a.buffers());
     let (shared_bytes, own_bytes) = t.sharing.split(spec.size.bytes(), t.count);
     let map = |bytes: u64, align: usize| {

@@ -1,0 +1,127 @@
+//! `numalab sim fit RUN_DIR... -o my.toml`: read the runs (never written),
+//! fit ([`crate::sim::fit`]), write the profile atomically, print the fit
+//! ([`crate::report::fit`]). Every check that can fail on the input runs
+//! before anything is written.
+
+use crate::cli::{FitArgs, MachineSource, SimCommand};
+use crate::error::usage;
+use crate::report::fit::{FitReport, SCHEMA};
+use crate::run::fit::{check_recorded_on, read_runs};
+use crate::run::record::RunMeta;
+use crate::sim::Profile;
+use crate::table::Render;
+use crate::topology::Topology;
+use std::path::Path;
+
+pub fn run(sysfs_root: &Path, cmd: &SimCommand) -> anyhow::Result<()> {
+    match cmd {
+        SimCommand::Fit(a) => fit(sysfs_root, a),
+    }
+}
+
+fn fit(sysfs_root: &Path, a: &FitArgs) -> anyhow::Result<()> {
+    let inputs: Vec<crate::paths::Input> = a
+        .runs
+        .iter()
+        .map(|d| ("run directory", d.as_path()))
+        .collect();
+    crate::paths::check_output_file(&a.out, "--out", &inputs)?;
+    let name = match &a.name {
+        Some(n) => n.trim().to_string(),
+        None => a
+            .out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    if name.is_empty() {
+        return Err(usage("--name: the profile needs a name"));
+    }
+    let mut base = Profile::load(&a.base)?;
+    let given = a
+        .topology
+        .as_ref()
+        .map(|f| MachineSource::File(f.clone()).load())
+        .transpose()?;
+    let mut here: Option<Topology> = None;
+    let mut topology_for = |meta: &RunMeta, dir: &Path| -> anyhow::Result<Topology> {
+        if let Some(t) = &given {
+            check_recorded_on(meta, dir, t, "the --topology file")?;
+            return Ok(t.clone());
+        }
+        if here.is_none() {
+            here = Some(MachineSource::host(sysfs_root).load()?);
+        }
+        let t = here.clone().expect("read above");
+        check_recorded_on(meta, dir, &t, "this machine")?;
+        Ok(t)
+    };
+    let input = read_runs(&a.runs, &mut topology_for)?;
+    let mut warnings = input.warnings.clone();
+    // The balancer rule that changed in 6.6 follows the kernel the runs
+    // were made on, when they agree on one that says.
+    if let [k] = input.kernels.as_slice() {
+        if let Some(v) = crate::sim::fit::has_smt_balance(k) {
+            base.kernel.smt_balance = v;
+            base.sources.insert(
+                "kernel.smt_balance".into(),
+                format!("from the runs' kernel {k}: group_smt_balance is in Linux 6.6 and later"),
+            );
+        }
+    } else if input.kernels.len() > 1 {
+        warnings.push(format!(
+            "the runs were made on different kernels ({}): kernel.smt_balance kept from {}",
+            input.kernels.join(", "),
+            base.name
+        ));
+    }
+    let runs: Vec<String> = input.dirs.iter().map(|d| d.display().to_string()).collect();
+    let origin = runs.join(", ");
+    // The model's own speed per row under the base, then again under the
+    // first fit: the factor hardly depends on the latencies, so twice is
+    // enough.
+    let mut input = input;
+    let mut profile = base.clone();
+    let mut fitted = None;
+    for _ in 0..2 {
+        crate::experiment::simulated::fit::speed_factors(&mut input, &profile)?;
+        let f = crate::sim::fit::fit(&base, &input.obs, &name, &origin);
+        if let Ok(f) = &f {
+            profile = f.profile.clone();
+        }
+        fitted = Some(f);
+    }
+    let fit = fitted.expect("fitted twice").map_err(|why| {
+        let mut msg = format!("sim fit: {why}");
+        if !input.left_out.is_empty() {
+            msg.push_str("\nrows not used:");
+            for l in &input.left_out {
+                msg.push_str(&format!("\n  {l}"));
+            }
+        }
+        usage(msg)
+    })?;
+    let text = format!(
+        "# Fitted by numalab sim fit {} from {origin}, on profile {}.\n{}",
+        env!("CARGO_PKG_VERSION"),
+        base.name,
+        toml::to_string(&fit.profile)?
+    );
+    // What is written must load as a profile: checked before the write.
+    Profile::from_toml(&text, &a.out.display().to_string())?;
+    crate::sys::state::write_atomic(&a.out, text.as_bytes())?;
+    let report = FitReport {
+        schema: SCHEMA,
+        out: a.out.display().to_string(),
+        base: base.name.clone(),
+        runs,
+        fit,
+        left_out: input.left_out,
+        warnings,
+    };
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", report.render(a.format)?);
+    Ok(())
+}
