@@ -13,6 +13,7 @@
 use crate::analysis::schedstat::Spans;
 use crate::topology::{Relation, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LevelKind {
@@ -65,6 +66,10 @@ impl Domain {
         matches!(self.kind, LevelKind::Numa(_))
     }
 }
+
+/// One level of a CPU's domains while they are built: its kind and its
+/// span, shared between the CPUs that have it.
+type Level = (LevelKind, Rc<Vec<usize>>);
 
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -245,14 +250,22 @@ impl Machine {
     /// is level N).
     pub fn level_spans(&self) -> Vec<Spans> {
         let mut out: Vec<Spans> = Vec::new();
+        // Nodes per domain, counted once per domain, not once per CPU it
+        // spans (a 1024-CPU machine's top domain is shared by all).
+        let mut nodes_of: HashMap<usize, usize> = HashMap::new();
         for doms in &self.cpu_domains {
             for (level, &d) in doms.iter().enumerate() {
                 if out.len() <= level {
                     out.resize(level + 1, Default::default());
                 }
                 let span = self.span(self.domains[d].span);
-                let nodes: BTreeSet<usize> = span.iter().map(|&c| self.node[c]).collect();
-                out[level].note(span.len(), nodes.len());
+                let nodes = *nodes_of.entry(d).or_insert_with(|| {
+                    span.iter()
+                        .map(|&c| self.node[c])
+                        .collect::<BTreeSet<_>>()
+                        .len()
+                });
+                out[level].note(span.len(), nodes);
             }
         }
         out.iter_mut().for_each(Spans::sort);
@@ -315,8 +328,8 @@ impl Machine {
             .find(|&g| self.spans[g].binary_search(&c).is_ok())
     }
 
-    fn intern(&mut self, table: &mut HashMap<Vec<usize>, usize>, span: Vec<usize>) -> usize {
-        if let Some(&id) = table.get(&span) {
+    fn intern(&mut self, table: &mut HashMap<Vec<usize>, usize>, span: &[usize]) -> usize {
+        if let Some(&id) = table.get(span) {
             return id;
         }
         let cores: BTreeSet<Option<usize>> = span
@@ -325,8 +338,8 @@ impl Machine {
             .collect();
         let id = self.spans.len();
         self.span_cores.push(cores.len());
-        self.spans.push(span.clone());
-        table.insert(span, id);
+        self.spans.push(span.to_vec());
+        table.insert(span.to_vec(), id);
         id
     }
 
@@ -342,66 +355,100 @@ impl Machine {
             .into_iter()
             .collect();
         distances.sort();
-        // Per CPU: (kind, span) from the lowest level up.
-        let mut levels: Vec<Vec<(LevelKind, Vec<usize>)>> = Vec::with_capacity(n);
+        // Per CPU: (kind, span) from the lowest level up. The spans above
+        // the core are shared (one per LLC, node, node and distance), not
+        // copied per CPU: a 1024-CPU machine's would be 40 MB of copies.
+        let sorted = |mut span: Vec<usize>| {
+            span.sort_unstable();
+            span.dedup();
+            Rc::new(span)
+        };
+        let mut llc_spans: HashMap<Option<usize>, Rc<Vec<usize>>> = HashMap::new();
+        let node_spans: Vec<Rc<Vec<usize>>> = (0..self.node_ids.len())
+            .map(|nd| sorted(self.node_cpus[nd].clone()))
+            .collect();
+        let numa_spans: Vec<Vec<Rc<Vec<usize>>>> = (0..self.node_ids.len())
+            .map(|nd| {
+                distances
+                    .iter()
+                    .map(|&d| {
+                        sorted(
+                            (0..n)
+                                .filter(|&x| self.dist[nd][self.node[x]] <= d)
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut levels: Vec<Vec<Level>> = Vec::with_capacity(n);
         for c in 0..n {
-            let mut v: Vec<(LevelKind, Vec<usize>)> = Vec::new();
-            let mut push = |kind, mut span: Vec<usize>| {
-                span.sort_unstable();
-                span.dedup();
-                let below = v
-                    .last()
-                    .map_or(1, |(_, s): &(LevelKind, Vec<usize>)| s.len());
+            let mut v: Vec<Level> = Vec::new();
+            let mut push = |kind, span: Rc<Vec<usize>>| {
+                let below = v.last().map_or(1, |(_, s)| s.len());
                 if span.len() > below {
                     v.push((kind, span));
                 }
             };
             let mut smt = self.siblings[c].clone();
             smt.push(c);
-            push(LevelKind::Smt, smt);
-            let cpu = self.topo.cpu(self.ids[c]);
-            let llc: Vec<usize> = cpu
-                .and_then(|x| x.llc)
-                .and_then(|l| self.topo.llc(l))
-                .map(|l| l.cpus.iter().filter_map(|i| self.pos(i)).collect())
-                .unwrap_or_else(|| vec![c]);
+            push(LevelKind::Smt, sorted(smt));
+            let llc_id = self.topo.cpu(self.ids[c]).and_then(|x| x.llc);
+            let llc = match llc_id.and_then(|l| self.topo.llc(l)) {
+                Some(l) => llc_spans
+                    .entry(llc_id)
+                    .or_insert_with(|| sorted(l.cpus.iter().filter_map(|i| self.pos(i)).collect()))
+                    .clone(),
+                None => sorted(vec![c]),
+            };
             push(LevelKind::Mc, llc);
-            push(LevelKind::Pkg, self.node_cpus[self.node[c]].clone());
-            for &d in &distances {
-                let span: Vec<usize> = (0..n)
-                    .filter(|&x| self.dist[self.node[c]][self.node[x]] <= d)
-                    .collect();
-                push(LevelKind::Numa(d), span);
+            push(LevelKind::Pkg, node_spans[self.node[c]].clone());
+            for (k, &d) in distances.iter().enumerate() {
+                push(LevelKind::Numa(d), numa_spans[self.node[c]][k].clone());
             }
             levels.push(v);
         }
         let mut table: HashMap<Vec<usize>, usize> = HashMap::new();
         let mut dom_table: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        let mut by_ptr: HashMap<*const Vec<usize>, usize> = HashMap::new();
         self.cpu_domains = vec![Vec::new(); n];
         for c in 0..n {
             let mut ids = Vec::new();
             for (i, (kind, span)) in levels[c].iter().enumerate() {
-                let span_id = self.intern(&mut table, span.clone());
+                // A shared span is looked up once, not hashed per CPU.
+                let span_id = match by_ptr.get(&Rc::as_ptr(span)) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.intern(&mut table, span);
+                        by_ptr.insert(Rc::as_ptr(span), id);
+                        id
+                    }
+                };
                 let key = (i, span_id);
                 if let Some(&d) = dom_table.get(&key) {
                     ids.push(d);
                     continue;
                 }
                 // Groups: each member's largest lower span inside this one.
+                // Membership through a mask: `span.contains` made this
+                // quadratic in the span per member, half of a 1024-CPU
+                // jobs run's time (perf, bench/sim.sh).
+                let mut inside = vec![false; n];
+                span.iter().for_each(|&y| inside[y] = true);
                 let mut groups = BTreeSet::new();
-                for &x in span {
+                for &x in span.iter() {
                     let child = levels[x]
                         .iter()
                         .rev()
                         .map(|(_, s)| s)
-                        .find(|s| s.len() < span.len() && s.iter().all(|y| span.contains(y)))
-                        .cloned()
+                        .find(|s| s.len() < span.len() && s.iter().all(|&y| inside[y]))
+                        .map(|s| s.to_vec())
                         .unwrap_or_else(|| vec![x]);
                     groups.insert(child);
                 }
                 let groups: Vec<usize> = groups
                     .into_iter()
-                    .map(|g| self.intern(&mut table, g))
+                    .map(|g| self.intern(&mut table, &g))
                     .collect();
                 let child_kind = i.checked_sub(1).map(|j| levels[c][j].0);
                 let (imbalance_pct, cache_nice_tries) = match kind {
@@ -437,20 +484,25 @@ impl Machine {
                 let doms = self.cpu_domains[c].clone();
                 (0..doms.len())
                     .map(|i| match i {
-                        0 => self.intern(&mut table, vec![c]),
+                        0 => self.intern(&mut table, &[c]),
                         _ => self.domains[doms[i - 1]].span,
                     })
                     .collect()
             })
             .collect();
+        // Each CPU's domains from the highest down, each writing its level
+        // over its span: what is left is the lowest level holding each
+        // CPU, in one pass over the spans instead of a search per pair.
         let mut common = vec![u8::MAX; n * n];
         for x in 0..n {
-            for c in 0..n {
-                if let Some(l) = self.find_common_level(x, c) {
+            for (l, &d) in self.cpu_domains[x].iter().enumerate().rev() {
+                for &c in &self.spans[self.domains[d].span] {
                     common[c * n + x] = l.min(254) as u8;
                 }
             }
         }
+        debug_assert!((0..n).all(|x| (0..n).all(|c| self.find_common_level(x, c)
+            == (common[c * n + x] != u8::MAX).then_some(common[c * n + x] as usize))));
         self.common = common;
     }
 
@@ -472,7 +524,7 @@ impl Machine {
     /// build_sched_domains(): the first domain above the LLC allows an
     /// imbalance of its LLC count (or 1/8 of its weight with one LLC);
     /// higher ones scale that by their weight over the first NUMA span.
-    fn set_imb_numa_nr(&mut self, levels: &[Vec<(LevelKind, Vec<usize>)>]) {
+    fn set_imb_numa_nr(&mut self, levels: &[Vec<Level>]) {
         for (c, lv) in levels.iter().enumerate() {
             let doms = self.cpu_domains[c].clone();
             let (mut imb, mut imb_span) = (1u32, 1usize);

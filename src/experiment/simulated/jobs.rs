@@ -64,10 +64,11 @@ pub fn check(home: Option<&HomeSpec>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the jobs on the simulated machine `topo` (`source` says where it
-/// came from) with `profile`, beside the background load `load`
-/// ([`crate::experiment::backend::Backend::jobs`]).
+/// Runs the jobs on the simulated machine `m` (built from `topo`;
+/// `source` says where it came from) with `profile`, beside the
+/// background load `load` ([`crate::experiment::backend::Backend::jobs`]).
 pub(super) fn run(
+    m: &Machine,
     topo: &Topology,
     source: &str,
     profile: &Profile,
@@ -77,8 +78,7 @@ pub(super) fn run(
     check(s.home.as_ref())?;
     // The simulated kernel's NUMA balancing is on unless --nb 0.
     let nb = s.nb.unwrap_or(1);
-    let m = Machine::new(topo)?;
-    let job_homes = s.home.as_ref().map(|h| homes(&m, h, s.n, load.percent));
+    let job_homes = s.home.as_ref().map(|h| homes(m, h, s.n, load.percent));
     let mut jobs = Vec::with_capacity(s.n as usize);
     for i in 0..s.n as usize {
         let mut p = s.probe.clone();
@@ -90,7 +90,7 @@ pub(super) fn run(
         }
         let allowed = match p.cpu {
             CpuPlacement::Float => (0..m.len()).collect(),
-            CpuPlacement::Node(n) => m.node_cpus[node_index(&m, n)?].clone(),
+            CpuPlacement::Node(n) => m.node_cpus[node_index(m, n)?].clone(),
         };
         let mem = match &p.mem {
             MemPlacement::Float => MemPolicy::Float,
@@ -98,16 +98,16 @@ pub(super) fn run(
             // and NUMA balancing does not scan a VMA under a policy without
             // MPOL_F_MOF, so it places exactly as binding does.
             MemPlacement::Bind(n) | MemPlacement::Preferred(n) => {
-                MemPolicy::Bind(node_index(&m, *n)?)
+                MemPolicy::Bind(node_index(m, *n)?)
             }
             MemPlacement::Interleave(set) => MemPolicy::Interleave(
                 set.iter()
-                    .map(|n| node_index(&m, n))
+                    .map(|n| node_index(m, n))
                     .collect::<anyhow::Result<_>>()?,
             ),
         };
         let forced = match p.pnid {
-            Some(n) if n >= 0 => Some(node_index(&m, n as u32)?),
+            Some(n) if n >= 0 => Some(node_index(m, n as u32)?),
             _ => None,
         };
         jobs.push(multi::Job {
@@ -118,14 +118,8 @@ pub(super) fn run(
     }
     let period = load.period_ms * 1e6;
     let spans = m.span_count();
-    let model = crate::sim::load::LoadModel::shaped(
-        &m,
-        load.percent,
-        period,
-        load.phases,
-        load.seed,
-        spans,
-    );
+    let model =
+        crate::sim::load::LoadModel::shaped(m, load.percent, period, load.phases, load.seed, spans);
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
@@ -145,12 +139,12 @@ pub(super) fn run(
         iterations: s.probe.counts,
         seed: s.seed,
     };
-    let res = Multi::new(&m, profile, &model, &spec).run();
+    let res = Multi::new(m, profile, &model, &spec).run();
     let rows: Vec<Job> = res
         .jobs
         .iter()
         .enumerate()
-        .map(|(i, r)| job_row(topo, &m, i, r, job_homes.as_ref().map(|h| h[i])))
+        .map(|(i, r)| job_row(topo, m, i, r, job_homes.as_ref().map(|h| h[i])))
         .collect();
     let mut notes = vec![format!(
         "simulated: {} on {} ({} events, seed {}); NUMA balancing {}; \

@@ -573,7 +573,10 @@ impl Backend for Sim {
         // One simulation: no partial progress to show, nothing on this
         // machine changes (no guard), and no stop to poll (the command
         // leaves the signals' default, which ends the process).
+        // The backend's own machine: building one costs as much as
+        // simulating a thousand jobs (perf, bench/sim.sh).
         let rec = jobs::run(
+            &self.sim.machine,
             &self.topo,
             &self.source,
             &self.sim.profile,
