@@ -192,8 +192,16 @@ impl Machine {
     /// refuses such a machine before any work instead of looping or
     /// panicking in the balancer.
     fn check_domains(&self) -> Result<(), String> {
+        // Each domain once, from the first CPU that has it: what the check
+        // finds for it is the same from any of its CPUs (a domain is at one
+        // level of each), and a 1024-CPU machine's top domain was sorted
+        // 1024 times.
+        let mut checked = vec![false; self.domains.len()];
         for (c, doms) in self.cpu_domains.iter().enumerate() {
             for (level, &d) in doms.iter().enumerate() {
+                if std::mem::replace(&mut checked[d], true) {
+                    continue;
+                }
                 let dom = &self.domains[d];
                 let span = &self.spans[dom.span];
                 if let Some(&x) = span
