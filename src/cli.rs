@@ -735,8 +735,22 @@ pub struct FitArgs {
     #[arg(long, value_name = "FILE.json")]
     pub topology: Option<PathBuf>,
 
+    /// Where the L2 and LLC sizes come from: `auto` (this machine's sysfs
+    /// when the runs were recorded here, else --base) or `base`. An
+    /// emulator's sysfs (our TCG lab) reports caches it does not model:
+    /// use `base` there.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub caches: FitCaches,
+
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::table::Format,
+}
+
+/// `sim fit --caches`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FitCaches {
+    Auto,
+    Base,
 }
 
 #[derive(Debug, Args)]

@@ -164,6 +164,57 @@ fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
     }
 }
 
+/// `--caches auto` takes a simulated run's caches from the profile it was
+/// simulated with, not from --base: fitted on `generic` (1 MiB L2, 32 MiB
+/// LLC) the EPYC's rows still give its latencies; `--caches base` keeps
+/// generic's caches and says so in the profile.
+#[test]
+fn a_simulated_run_s_caches_come_from_its_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, small) = (tmp.path().join("big"), tmp.path().join("small"));
+    sim_run(
+        &big,
+        "epyc-7551-8n",
+        "epyc-7551",
+        &[
+            "--mem", "0", "--cpu", "0,1,4", "--size", "64M", "--counts", "3",
+        ],
+    );
+    sim_run(
+        &small,
+        "epyc-7551-8n",
+        "epyc-7551",
+        &["--mem", "0", "--cpu", "0", "--size", "16M", "--counts", "6"],
+    );
+    let fit = |caches: &str| {
+        let out = tmp.path().join(format!("{caches}.toml"));
+        fit_json(
+            &[
+                big.to_str().unwrap(),
+                small.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "--base",
+                "generic",
+                "--caches",
+                caches,
+            ],
+            tmp.path(),
+        )
+    };
+    let auto = fit("auto");
+    assert_eq!(
+        auto["fit"]["profile"]["caches"]["llc_bytes"],
+        8 << 20,
+        "{}",
+        auto["fit"]["profile"]["caches"]
+    );
+    let local = auto["fit"]["local_ns"]["value"].as_f64().unwrap();
+    assert!((local - 97.0).abs() < 0.03 * 97.0, "local {local}");
+    let base = fit("base");
+    assert_eq!(base["fit"]["profile"]["caches"]["llc_bytes"], 32 << 20);
+}
+
 /// Uniform memory (the lab's emulator): every remote distance comes out
 /// as local, ratio 1.
 #[test]
@@ -238,10 +289,7 @@ fn what_cannot_be_fitted_is_refused_with_nothing_written() {
         "xeon-8167m",
         &["--mem", "A", "--cpu", "A", "--size", "1M", "--counts", "2"],
     );
-    refused(
-        &[small.to_str().unwrap(), "-o", o],
-        "fits in the base profile's caches",
-    );
+    refused(&[small.to_str().unwrap(), "-o", o], "fits in the caches");
     refused(
         &[small.to_str().unwrap(), "-o", "/nonexistent/dir/p.toml"],
         "/nonexistent/dir",

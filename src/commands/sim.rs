@@ -3,7 +3,7 @@
 //! ([`crate::report::fit`]). Every check that can fail on the input runs
 //! before anything is written.
 
-use crate::cli::{FitArgs, MachineSource, SimCommand};
+use crate::cli::{FitArgs, FitCaches, MachineSource, SimCommand};
 use crate::error::usage;
 use crate::report::fit::{FitReport, SCHEMA};
 use crate::run::fit::{check_recorded_on, read_runs};
@@ -58,6 +58,58 @@ fn fit(sysfs_root: &Path, a: &FitArgs) -> anyhow::Result<()> {
     };
     let input = read_runs(&a.runs, &mut topology_for)?;
     let mut warnings = input.warnings.clone();
+    // The caches of the machine the runs were made on, when that is this
+    // one: the hit shares decide how much of a row's time is DRAM's, and a
+    // base's 32 MiB LLC on a machine with 480 MiB makes a buffer that
+    // never leaves the LLC look like memory latency.
+    let mut cache_note = None;
+    let sim_caches: Vec<&crate::sim::profile::Caches> = input
+        .runs
+        .iter()
+        .filter_map(|(m, _)| m.sim.as_ref().map(|s| &s.profile.caches))
+        .collect();
+    if a.caches == FitCaches::Auto && here.is_none() && !sim_caches.is_empty() {
+        // Simulated runs: the caches of the profile they were simulated
+        // with, when they agree.
+        if sim_caches.len() == input.runs.len() && sim_caches.iter().all(|c| **c == *sim_caches[0])
+        {
+            base.caches = sim_caches[0].clone();
+            base.sources.insert(
+                "caches".into(),
+                "the simulated runs' profile (sim fit --caches auto)".into(),
+            );
+            cache_note = Some("caches from the simulated runs' profile".to_string());
+        } else {
+            warnings.push(format!(
+                "the runs' caches differ (simulated with different profiles, or mixed with host \
+                 runs): the caches are {}'s",
+                base.name
+            ));
+        }
+    }
+    if let (FitCaches::Auto, None, Some(t)) = (a.caches, &given, &here) {
+        let cpu = t.online_cpus().iter().next().unwrap_or(0);
+        let sys = crate::topology::sysfs::SysRoot::new(sysfs_root);
+        match crate::topology::sysfs::cache_sizes(&sys, cpu)? {
+            Some(c) => {
+                base.caches.l2_bytes = c.l2_bytes;
+                base.caches.llc_bytes = c.llc_bytes;
+                let from = format!("this machine's sysfs (cpu{cpu}/cache/index*/size)");
+                base.sources.insert("caches.l2_bytes".into(), from.clone());
+                base.sources.insert("caches.llc_bytes".into(), from);
+                cache_note = Some(format!(
+                    "cache sizes from this machine: L2 {}, LLC {} (cpu{cpu}); latencies from {}",
+                    crate::units::fmt_size(c.l2_bytes),
+                    crate::units::fmt_size(c.llc_bytes),
+                    base.name
+                ));
+            }
+            None => warnings.push(format!(
+                "this machine's sysfs gives no cache sizes: the caches are {}'s",
+                base.name
+            )),
+        }
+    }
     // The balancer rule that changed in 6.6 follows the kernel the runs
     // were made on, when they agree on one that says.
     if let [k] = input.kernels.as_slice() {
@@ -91,7 +143,7 @@ fn fit(sysfs_root: &Path, a: &FitArgs) -> anyhow::Result<()> {
         }
         fitted = Some(f);
     }
-    let fit = fitted.expect("fitted twice").map_err(|why| {
+    let mut fit = fitted.expect("fitted twice").map_err(|why| {
         let mut msg = format!("sim fit: {why}");
         if !input.left_out.is_empty() {
             msg.push_str("\nrows not used:");
@@ -101,6 +153,9 @@ fn fit(sysfs_root: &Path, a: &FitArgs) -> anyhow::Result<()> {
         }
         usage(msg)
     })?;
+    if let Some(n) = cache_note {
+        fit.notes.insert(0, n);
+    }
     let text = format!(
         "# Fitted by numalab sim fit {} from {origin}, on profile {}.\n{}",
         env!("CARGO_PKG_VERSION"),

@@ -192,9 +192,9 @@ pub fn fit(base: &Profile, obs: &[Observation], name: &str, origin: &str) -> Res
     {
         let ws = obs.iter().map(|o| o.ws).max().unwrap_or(0);
         return Err(format!(
-            "the probe's buffer ({}) fits in the base profile's caches (LLC {}): its time \
-             does not depend on where memory is, so no latency can be fitted; run with a \
-             --size several times the LLC",
+            "the probe's buffer ({}) fits in the caches (LLC {}): its time does not depend \
+             on where memory is, so no latency can be fitted; run with a --size several \
+             times the LLC",
             crate::units::fmt_size(ws),
             crate::units::fmt_size(base.caches.llc_bytes)
         ));
@@ -720,7 +720,7 @@ mod tests {
         assert!(e.contains("local"), "{e}");
         let small = vec![obs(&p, "l", 1 << 20, &[(10, 1.0)], 0.01, 4)];
         let e = fit(&p, &small, "x", "t").unwrap_err();
-        assert!(e.contains("fits in the base profile's caches"), "{e}");
+        assert!(e.contains("fits in the caches"), "{e}");
         let one = vec![obs(&p, "l", 256 << 20, &[(10, 1.0)], 0.01, 1)];
         let e = fit(&p, &one, "x", "t").unwrap_err();
         assert!(e.contains("one sample"), "{e}");

@@ -407,3 +407,94 @@ fn read_cpu_topology(sys: &SysRoot, id: u32, facts: &mut CpuFacts) -> Result<(),
     facts.llc = best;
     Ok(())
 }
+
+/// The sizes of one CPU's L2 and last-level data caches, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSizes {
+    pub l2_bytes: u64,
+    pub llc_bytes: u64,
+}
+
+/// `cpu`'s L2 and LLC sizes from `cpuN/cache/indexK/{level,type,size}`
+/// (data or unified caches; the LLC is the highest level); `None` when
+/// sysfs does not give both (no `size` files, no level 2).
+pub fn cache_sizes(sys: &SysRoot, cpu: u32) -> Result<Option<CacheSizes>, SysfsError> {
+    let base = format!("sys/devices/system/cpu/cpu{cpu}/cache");
+    if !sys.exists(&base) {
+        return Ok(None);
+    }
+    let (mut l2, mut llc): (Option<u64>, Option<(u8, u64)>) = (None, None);
+    for entry in sys.list(&base)? {
+        if !entry.starts_with("index") {
+            continue;
+        }
+        let dir = format!("{base}/{entry}");
+        let (Some(kind), Some(size)) = (
+            sys.read_opt(&format!("{dir}/type"))?,
+            sys.read_opt(&format!("{dir}/size"))?,
+        ) else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let level: u8 = sys.parse(&format!("{dir}/level"), &sys.read(&format!("{dir}/level"))?)?;
+        let bytes = crate::units::parse_size(size.trim()).map_err(|why| SysfsError::Parse {
+            path: sys.path(&format!("{dir}/size")),
+            content: size.clone(),
+            reason: why,
+        })?;
+        if level == 2 {
+            l2 = Some(bytes);
+        }
+        if llc.is_none_or(|(l, _)| level > l) {
+            llc = Some((level, bytes));
+        }
+    }
+    Ok(match (l2, llc) {
+        (Some(l2_bytes), Some((_, llc_bytes))) => Some(CacheSizes {
+            l2_bytes,
+            llc_bytes,
+        }),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod cache_size_tests {
+    use super::*;
+
+    /// Sizes as this machine's sysfs writes them (48K L1d, 64K L1i, 2048K
+    /// L2, 491520K L3), the instruction cache left out.
+    #[test]
+    fn l2_and_llc_sizes_are_read_from_the_cache_indexes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("sys/devices/system/cpu/cpu0/cache");
+        for (i, level, kind, size) in [
+            (0, "1", "Data", "48K"),
+            (1, "1", "Instruction", "64K"),
+            (2, "2", "Unified", "2048K"),
+            (3, "3", "Unified", "491520K"),
+        ] {
+            let d = base.join(format!("index{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
+            std::fs::write(d.join("type"), format!("{kind}\n")).unwrap();
+            std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
+        }
+        let sys = SysRoot::new(tmp.path());
+        assert_eq!(
+            cache_sizes(&sys, 0).unwrap(),
+            Some(CacheSizes {
+                l2_bytes: 2 << 20,
+                llc_bytes: 480 << 20
+            })
+        );
+        // Captured guest trees have no size files: nothing, not an error.
+        for i in 0..4 {
+            std::fs::remove_file(base.join(format!("index{i}/size"))).unwrap();
+        }
+        assert_eq!(cache_sizes(&sys, 0).unwrap(), None);
+        assert_eq!(cache_sizes(&sys, 7).unwrap(), None);
+    }
+}
