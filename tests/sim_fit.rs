@@ -58,21 +58,17 @@ fn row_means(dir: &Path) -> std::collections::BTreeMap<String, f64> {
     out
 }
 
-/// The EPYC preset's machine, measured by the simulator at two buffer
-/// sizes with its memory at distances 10, 16 and 32, fitted on a base
-/// whose latencies are all wrong: the fit finds the preset's profile's
-/// (within 3 standard errors and 3%), and the fitted profile predicts
-/// the floating row it never saw within 5% (another seed: other noise).
-#[test]
-fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (big, small) = (tmp.path().join("big"), tmp.path().join("small"));
+/// The simulated EPYC's rows the fits read: memory on node 0, the CPU on
+/// `cpus` (0, 1, 4: distances 10, 16, 32) with 64 MiB, and a local 16
+/// MiB row, 6 samples each; the two run directories under `dir`.
+fn epyc_runs(dir: &Path, cpus: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (big, small) = (dir.join("big"), dir.join("small"));
     sim_run(
         &big,
         "epyc-7551-8n",
         "epyc-7551",
         &[
-            "--mem", "0", "--cpu", "0,1,4,F", "--size", "64M", "--counts", "3",
+            "--mem", "0", "--cpu", cpus, "--size", "64M", "--counts", "3",
         ],
     );
     sim_run(
@@ -81,6 +77,18 @@ fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
         "epyc-7551",
         &["--mem", "0", "--cpu", "0", "--size", "16M", "--counts", "6"],
     );
+    (big, small)
+}
+
+/// The EPYC preset's machine, measured by the simulator at two buffer
+/// sizes with its memory at distances 10, 16 and 32, fitted on a base
+/// whose latencies are all wrong: the fit finds the preset's profile's
+/// (within 3 standard errors and 3%), and the fitted profile predicts
+/// the floating row it never saw within 5% (another seed: other noise).
+#[test]
+fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, small) = epyc_runs(tmp.path(), "0,1,4,F");
     let wrong = tmp.path().join("wrong.toml");
     let t = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -171,21 +179,7 @@ fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
 #[test]
 fn a_simulated_run_s_caches_come_from_its_profile() {
     let tmp = tempfile::tempdir().unwrap();
-    let (big, small) = (tmp.path().join("big"), tmp.path().join("small"));
-    sim_run(
-        &big,
-        "epyc-7551-8n",
-        "epyc-7551",
-        &[
-            "--mem", "0", "--cpu", "0,1,4", "--size", "64M", "--counts", "3",
-        ],
-    );
-    sim_run(
-        &small,
-        "epyc-7551-8n",
-        "epyc-7551",
-        &["--mem", "0", "--cpu", "0", "--size", "16M", "--counts", "6"],
-    );
+    let (big, small) = epyc_runs(tmp.path(), "0,1,4");
     let fit = |caches: &str| {
         let out = tmp.path().join(format!("{caches}.toml"));
         fit_json(
