@@ -111,8 +111,7 @@ fn observe(
             None => no_cpu_time += 1,
         }
     }
-    let per_access: Vec<f64> = points.iter().map(|p| p.0).collect();
-    let n = per_access.len();
+    let n = points.len();
     if n < 2 {
         return Err(format!(
             "{n} usable sample{} (the fit needs two or more a row{})",

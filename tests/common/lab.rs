@@ -345,11 +345,7 @@ pub fn lab_tcg_profile(dir: &Path, ni_random: bool, smt_balance: bool) -> std::p
 /// Whether a kernel release (`uname -r`) has group_smt_balance: Linux 6.6
 /// and later (commit fee1759e4f04).
 pub fn has_smt_balance(release: &str) -> bool {
-    let mut v = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|x| x.parse::<u32>().ok());
-    let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-    (major, minor) >= (6, 6)
+    numalab::sim::fit::has_smt_balance(release).unwrap_or(false)
 }
 
 /// Runs `numalab run --backend sim --trace` with `spec` (TOML text) on the

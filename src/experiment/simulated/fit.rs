@@ -39,10 +39,18 @@ impl Sim {
 pub fn speed_factors(input: &mut FitInput, profile: &Profile) -> anyhow::Result<()> {
     let mut quiet = profile.clone();
     quiet.noise.sample_cv = 0.0;
+    // One simulated machine per run, shared by its rows: building one
+    // is the costly part on a big machine.
+    let mut sims: Vec<Option<Sim>> = (0..input.runs.len()).map(|_| None).collect();
     for (o, (k, row)) in input.obs.iter_mut().zip(&input.rows) {
         let (meta, topo) = &input.runs[*k];
-        let load = meta.spec.load_spec(topo, topo.online_cpus());
-        let sim = Sim::new(topo, "sim fit", quiet.clone(), &load)?;
+        let sim = match &mut sims[*k] {
+            Some(s) => s,
+            slot => {
+                let load = meta.spec.load_spec(topo, topo.online_cpus());
+                slot.insert(Sim::new(topo, "sim fit", quiet.clone(), &load)?)
+            }
+        };
         let recs = sim.simulate_row(row, &meta.spec, FACTOR_SAMPLES)?;
         let points: Vec<Point> = recs.iter().filter_map(|r| sample_point(topo, r)).collect();
         o.speed_factor = crate::sim::fit::speed_factor(&quiet, &points).ok_or_else(|| {
