@@ -40,15 +40,16 @@ head() {{ printf 'samples = {samples}\nload = 60\nmem = ["%s"]\ncpu = ["F"]\n[pr
 numalab run --spec /tmp/a.toml --trace --out /tmp/a >/tmp/a.txt 2>&1; echo "a rc=$?"
 numalab run --spec /tmp/f.toml --trace --out /tmp/f >/tmp/f.txt 2>&1; echo "f rc=$?"
 # NB's scanner with the default knobs and with the no-fault ones, on probes
-# long enough (48 passes, several seconds of CPU) that the default scan
-# delay (1 s of the task's CPU time) surely passes.
+# that run 4 s whatever the guest's speed: the first scan waits the default
+# scan delay (1 s after the address space is made), and a 48-pass probe once
+# ran in 1.07 s on an idle host and ended before its pages were scanned.
 D=/sys/kernel/debug/sched/numa_balancing
 echo 1 > /proc/sys/kernel/numa_balancing
-numalab probe --size 16M --counts 48 --json > /tmp/scan-default.json
+numalab probe --size 16M --counts 4 --min-time 4 --json > /tmp/scan-default.json
 for k in scan_delay_ms scan_period_min_ms scan_period_max_ms; do
     cat $D/$k > /tmp/$k.orig; echo 4294967295 > $D/$k
 done
-numalab probe --size 16M --counts 48 --json > /tmp/scan-nofault.json
+numalab probe --size 16M --counts 4 --min-time 4 --json > /tmp/scan-nofault.json
 for k in scan_delay_ms scan_period_min_ms scan_period_max_ms; do cat /tmp/$k.orig > $D/$k; done
 echo @@scandefault; cat /tmp/scan-default.json
 echo @@scannofault; cat /tmp/scan-nofault.json
@@ -189,8 +190,8 @@ fn the_whole_matrix_and_the_seeds_findings_on_the_patched_kernel() {
     );
     // The contrast that makes the check above mean something: with the
     // default knobs a long probe's address space is scanned, with the
-    // no-fault knobs it is not. (A 3 s sample may end before the default
-    // 1 s scan delay has passed, so the short cells cannot show this.)
+    // no-fault knobs it is not. (A short cell's sample may end before the
+    // default 1 s scan delay has passed, so the cells cannot show this.)
     let seq = |name: &str| record(&s, name)["numa"]["sched"]["numa_scan_seq"].as_i64();
     assert!(seq("scandefault").unwrap_or(0) > 0, "{}", s["scandefault"]);
     assert_eq!(seq("scannofault"), Some(0), "{}", s["scannofault"]);
