@@ -23,7 +23,7 @@ const SMALL: &[&str] = &[
     "--size",
     "32M",
     "--counts",
-    "2",
+    "6",
     "--nb",
     "0,1",
     "--pnid=-1",

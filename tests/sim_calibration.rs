@@ -50,15 +50,15 @@ fn per_row(s: &[serde_json::Value], rows: usize) -> Vec<(f64, f64)> {
 
 /// The RFC's experiment as far as its text and traces pin it down (the
 /// reasoning is in docs/sim-validation.md, "Calibration"): samples as long as its
-/// (row [00] took 136.5 s: 218 passes of the 66 MiB probe), memory bound
+/// (row [00] took 136.5 s: 979 passes of the 42.5 MiB probe), memory bound
 /// for the whole process (its bound rows with NB 1 behave as NB 0), and a
 /// load NUMA balancing does not see (its NB 1 and PNID rows hold the probe
 /// on its node, 7-236 cross-node moves against ~1500).
 const RFC_EXPERIMENT: [&str; 13] = [
     "--size",
-    "66M",
+    "43520K",
     "--counts",
-    "218",
+    "979",
     "--bind-scope",
     "process",
     "--load-policy",

@@ -58,15 +58,34 @@ fn row_means(dir: &Path) -> std::collections::BTreeMap<String, f64> {
     out
 }
 
-/// The simulated EPYC's rows the fits read: memory on node 0, the CPU on
-/// `cpus` (0, 1, 4: distances 10, 16, 32) with 64 MiB, and a local 16
-/// MiB row, 6 samples each; the two run directories under `dir`.
+/// The EPYC preset's profile with a loop of its own, 24.1 ns per access
+/// besides memory (the preset's calibration has none, and a fit of 0
+/// would sit at its bound), written to `dir`: the truth the fits find.
+fn epyc_truth(dir: &Path) -> (String, std::path::PathBuf) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/epyc-7551.toml"
+    ))
+    .unwrap()
+    .replace("cpu_ns = 0.0", "cpu_ns = 24.1");
+    assert!(text.contains("cpu_ns = 24.1"));
+    let path = dir.join("epyc-truth.toml");
+    std::fs::write(&path, &text).unwrap();
+    (text, path)
+}
+
+/// The simulated EPYC's rows the fits read ([`epyc_truth`]'s profile):
+/// memory on node 0, the CPU on `cpus` (0, 1, 4: distances 10, 16, 32)
+/// with 64 MiB, and a local 16 MiB row, 6 samples each; the two run
+/// directories under `dir`.
 fn epyc_runs(dir: &Path, cpus: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let (big, small) = (dir.join("big"), dir.join("small"));
+    let (_, truth) = epyc_truth(dir);
+    let truth = truth.to_str().unwrap();
     sim_run(
         &big,
         "epyc-7551-8n",
-        "epyc-7551",
+        truth,
         &[
             "--mem", "0", "--cpu", cpus, "--size", "64M", "--counts", "3",
         ],
@@ -74,7 +93,7 @@ fn epyc_runs(dir: &Path, cpus: &str) -> (std::path::PathBuf, std::path::PathBuf)
     sim_run(
         &small,
         "epyc-7551-8n",
-        "epyc-7551",
+        truth,
         &["--mem", "0", "--cpu", "0", "--size", "16M", "--counts", "6"],
     );
     (big, small)
@@ -90,17 +109,14 @@ fn a_simulated_machine_s_profile_comes_back_and_predicts_its_floating_row() {
     let tmp = tempfile::tempdir().unwrap();
     let (big, small) = epyc_runs(tmp.path(), "0,1,4,F");
     let wrong = tmp.path().join("wrong.toml");
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/epyc-7551.toml"
-    ))
-    .unwrap()
-    .replace("local_ns = 97.0", "local_ns = 50.0")
-    .replace(
-        "remote_ns = { \"16\" = 165.0, \"32\" = 320.0 }",
-        "remote_ns = {}",
-    )
-    .replace("cpu_ns = 24.1", "cpu_ns = 3.0");
+    let t = epyc_truth(tmp.path())
+        .0
+        .replace("local_ns = 97.0", "local_ns = 50.0")
+        .replace(
+            "remote_ns = { \"16\" = 165.0, \"32\" = 320.0 }",
+            "remote_ns = {}",
+        )
+        .replace("cpu_ns = 24.1", "cpu_ns = 3.0");
     assert!(
         t.contains("local_ns = 50.0") && t.contains("remote_ns = {}") && t.contains("cpu_ns = 3.0")
     );
@@ -320,7 +336,8 @@ fn snapshot_report(format: numalab::table::Format) -> String {
     use numalab::sim::fit::{fit, Observation};
     use numalab::sim::Profile;
     use numalab::stats::Sample;
-    let truth = Profile::load("epyc-7551").unwrap();
+    let mut truth = Profile::load("epyc-7551").unwrap();
+    truth.memory.cpu_ns = 24.1;
     let row = |label: &str, ws: u64, share: &[(u32, f64)], t_scale: &[f64]| {
         let dram: f64 = share.iter().map(|(d, s)| s * truth.dram_ns(*d)).sum();
         let t = truth.access_ns(ws, dram);

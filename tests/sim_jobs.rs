@@ -415,7 +415,7 @@ fn a_forced_node_holds_jobs_only_under_a_load_that_prefers_no_node() {
                 "--load",
                 "60",
                 "--counts",
-                "40",
+                "120",
                 "--load-policy",
                 policy,
                 "--",

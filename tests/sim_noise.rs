@@ -39,7 +39,7 @@ fn two_pinned_rows(profile: &Path, out: &Path) -> Vec<serde_json::Value> {
             "--size",
             "32M",
             "--counts",
-            "2",
+            "6",
             "--nb",
             "0,1",
             "--pnid=-1",

@@ -32,6 +32,7 @@
 
 use super::balance::NewIdleStats;
 use super::balance::{self, Kind};
+use super::cold::ColdCaches;
 use super::group_imb::{GroupImbalance, NewIdleAttempts};
 use super::load::{IdleStarts, LoadModel};
 use super::machine::Machine;
@@ -129,6 +130,8 @@ pub struct Engine<'a> {
     buffer_pages: usize,
     /// This sample's machine noise on the time per access (1: none).
     noise_factor: f64,
+    /// The caches its moves left cold, paid for as it refills them.
+    cold: ColdCaches,
 }
 
 impl<'a> Engine<'a> {
@@ -208,6 +211,7 @@ impl<'a> Engine<'a> {
             warm_pages_done: 0.0,
             buffer_pages,
             noise_factor: p.speed_factor(spec.noise_seed, 0),
+            cold: ColdCaches::default(),
         }
     }
 
@@ -318,6 +322,21 @@ impl<'a> Engine<'a> {
             Phase::Done => return,
         };
         self.work_left += ns / per;
+        self.cold.owe(ns / per);
+    }
+
+    /// Charges the misses the cold caches have cost since last charged
+    /// (in the loop; the warm-up's first touches hit nothing anyway).
+    /// Returns the work added.
+    fn pay_cold(&mut self) -> f64 {
+        if !matches!(self.phase, Phase::Loop(_)) {
+            return 0.0;
+        }
+        let dram = self.dram_ns[self.m.node[self.cur]];
+        let ns = self.cold.accrue(self.p, self.spec.buffer_bytes, dram);
+        let before = self.work_left;
+        self.charge_ns(ns);
+        self.work_left - before
     }
 
     /// Moves the probe to CPU `to` at the current time.
@@ -326,6 +345,9 @@ impl<'a> Engine<'a> {
         if from == to {
             return;
         }
+        // The misses made where it was are owed at that node's speed;
+        // from here on it refills what the move left cold.
+        self.pay_cold();
         self.res.moves.push(Move {
             t_ns: self.t as u64,
             from,
@@ -336,10 +358,7 @@ impl<'a> Engine<'a> {
         if cause == Cause::NumaBalancing {
             self.res.move_numa += 1;
         }
-        let rel = self.m.relation(from, to);
-        let dram = self.dram_ns[self.m.node[to]];
-        let refill = self.p.refill_ns(rel, self.spec.buffer_bytes, dram);
-        self.charge_ns(refill);
+        self.cold.cool(self.m.relation(from, to));
         self.imb.moved(self.m, to);
         let busy = self.busy(to, self.t);
         // Enqueued behind the running worker.
@@ -528,12 +547,20 @@ impl<'a> Engine<'a> {
             self.res.run_ns_loop[self.cur] += (dt * run_share) as u64;
         }
         self.work_left -= v * dt;
+        let lines = match self.phase {
+            Phase::WarmUp => self.spec.page_bytes.max(4096) as f64 / 64.0,
+            _ => 1.0,
+        };
+        self.cold.advance(v * dt, lines);
         if matches!(self.phase, Phase::WarmUp) {
             let done = self.buffer_pages as f64 - self.work_left.max(0.0);
             self.place_warm_pages(done);
         }
         self.t = at;
         match ev {
+            // The pass's misses after a move are part of it: the pass ends
+            // once they are paid too.
+            Ev::Phase if self.pay_cold() >= 0.5 => {}
             Ev::Phase => self.end_phase(),
             Ev::CurLoad => {
                 let share = if self.busy(self.cur, at + 1e-6) {
@@ -630,6 +657,8 @@ impl<'a> Engine<'a> {
                 self.res.loop_start_ns = t as u64;
                 self.res.loop_start_cpu = Some(self.cur);
                 self.recompute_access();
+                let dram = self.dram_ns[self.m.node[self.cur]];
+                self.cold.forgive(self.p, self.spec.buffer_bytes, dram);
                 self.phase = Phase::Loop(0);
             }
             Phase::Loop(i) => {

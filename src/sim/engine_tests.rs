@@ -1,6 +1,7 @@
 //! The engine on cases with a known answer.
 
 use super::*;
+use crate::sim::cold::Level;
 use crate::sim::numa::{MemPolicy, NumaKnobs};
 use crate::sim::{load::LoadModel, Machine, Profile};
 use crate::topology::presets;
@@ -192,4 +193,66 @@ fn the_smt_siblings_idle_start_makes_a_newly_idle_balance() {
         "{prompt} of {} moves within 200 us of the taker's idle start",
         moves.len()
     );
+}
+
+/// The loop's time after `moves` moves between node 0 and node 1 at the
+/// loop's start, all at one instant, ending on node 1 (memory on node 0,
+/// no load, so nothing else moves it); and the probe's loop accesses.
+fn loop_ns_after_moves(moves: usize) -> (f64, f64) {
+    let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
+    let p = Profile::load("xeon-8167m").unwrap();
+    let load = LoadModel::new(&m, 0.0, 20_618_000.0, m.span_count());
+    let all: Vec<usize> = (0..m.len()).collect();
+    let mut s = spec(&m, all, MemPolicy::Bind(0), 0.0, 3);
+    s.buffer_bytes = 32 << 20;
+    let (a, b) = (m.node_cpus[0][0], m.node_cpus[1][0]);
+    let mut e = Engine::new(&m, &p, &load, &s);
+    while matches!(e.phase, Phase::WarmUp) {
+        e.step();
+    }
+    e.move_to(a, Cause::LoadBalance);
+    for i in 0..moves {
+        e.move_to(if i % 2 == 0 { b } else { a }, Cause::LoadBalance);
+    }
+    assert_eq!(m.node[e.cur], 1);
+    let mut guard = 0;
+    while !matches!(e.phase, Phase::Done) {
+        e.step();
+        guard += 1;
+        assert!(
+            guard < 100_000,
+            "the loop never ends: {} work left",
+            e.work_left
+        );
+    }
+    let loop_ns: u64 = e.res.iterations_ns.iter().sum();
+    let accesses = s.accesses_per_iteration as f64 * f64::from(s.iterations);
+    (loop_ns as f64, accesses)
+}
+
+/// Regression (model 6's runaway): each move charged the whole refill of
+/// the caches it left, owed even when the probe moved on before touching
+/// a line, so a probe moved between LLCs faster than it refilled them owed
+/// more time than it ran and never finished. Now a stay pays for the
+/// misses it makes: a thousand moves at one instant cost what one does,
+/// and one move costs its whole refill once the loop has run long enough
+/// to refill the caches.
+#[test]
+fn moves_faster_than_a_refill_cost_the_misses_made_not_a_refill_each() {
+    let p = Profile::load("xeon-8167m").unwrap();
+    let (one, accesses) = loop_ns_after_moves(1);
+    let (many, _) = loop_ns_after_moves(1001);
+    assert!((many / one - 1.0).abs() < 1e-9, "{many} vs {one}");
+    let ws = 32 << 20;
+    let dram = p.dram_ns(21);
+    // The machine noise scales the time per access; refills are time.
+    let factor = p.speed_factor(3, 0);
+    let refill: f64 = [Level::L2, Level::Llc]
+        .iter()
+        .map(|&l| p.refill_so_far_ns(l, ws, dram, accesses))
+        .sum();
+    let whole = p.refill_ns(Relation::CrossNode, ws, dram);
+    assert!(refill > 0.99 * whole && refill <= whole);
+    let want = accesses * p.access_ns(ws, dram) * factor + refill;
+    assert!((one / want - 1.0).abs() < 1e-6, "{one} vs {want}");
 }

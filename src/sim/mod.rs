@@ -13,6 +13,7 @@
 //! leaves out.
 
 pub mod balance;
+pub mod cold;
 pub mod engine;
 mod engine_numa;
 pub mod fit;

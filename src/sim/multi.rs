@@ -22,6 +22,7 @@
 //! swap with a probe that prefers ours).
 
 use super::balance::NewIdleStats;
+use super::cold::ColdCaches;
 use super::engine::{Cause, Move};
 use super::load::LoadModel;
 use super::machine::Machine;
@@ -144,11 +145,8 @@ pub struct Task {
     /// Its own machine noise on its time per access (1: none).
     noise_factor: f64,
     mem: MemPolicy,
-    /// Timed-loop accesses done so far.
-    accesses: f64,
-    /// The refill of the caches left at the last move: (its full cost,
-    /// accesses done when it moved, ns charged so far).
-    cold: Option<(f64, f64, f64)>,
+    /// The caches its moves left cold, paid for as it refills them.
+    cold: ColdCaches,
     pub res: JobResult,
 }
 
@@ -270,8 +268,7 @@ impl<'a> Multi<'a> {
                     buffer_pages,
                     noise_factor: p.speed_factor(spec.seed, k as u64),
                     mem: j.mem.clone(),
-                    accesses: 0.0,
-                    cold: None,
+                    cold: ColdCaches::default(),
                     res: JobResult {
                         run_ns: vec![0; m.len()],
                         ..Default::default()
@@ -598,15 +595,10 @@ impl<'a> Multi<'a> {
         if cause == Cause::NumaBalancing {
             self.tasks[i].res.move_numa += 1;
         }
-        let rel = self.m.relation(from, to);
-        let dram = self.tasks[i].dram_ns[self.m.node[to]];
-        let refill = self.p.refill_ns(rel, self.spec.buffer_bytes, dram);
+        // The misses made where it was are owed at that node's speed;
+        // from here on it refills what the move left cold.
         self.pay_cold(i);
-        if let Phase::Loop(_) = self.tasks[i].phase {
-            self.tasks[i].cold = Some((refill, self.tasks[i].accesses, 0.0));
-        } else {
-            self.charge_ns(i, refill);
-        }
+        self.tasks[i].cold.cool(self.m.relation(from, to));
         self.leave(from, Ent::Task(i));
         // ENQUEUE_MIGRATED zeroes exec_start: cold until it runs again.
         self.tasks[i].last_ran = f64::NEG_INFINITY;

@@ -39,8 +39,12 @@ impl Multi<'_> {
         let dt = (t - task.since).max(0.0);
         task.res.run_ns[task.cpu] += dt as u64;
         task.work_left -= v * dt;
+        let lines = match task.phase {
+            Phase::WarmUp => self.spec.page_bytes.max(4096) as f64 / 64.0,
+            _ => 1.0,
+        };
+        task.cold.advance(v * dt, lines);
         if let Phase::Loop(_) = task.phase {
-            task.accesses += v * dt;
             task.res.run_ns_loop += dt as u64;
         }
         task.since = t;
@@ -72,23 +76,19 @@ impl Multi<'_> {
             Phase::Done => return,
         };
         task.work_left += ns / per;
+        task.cold.owe(ns / per);
     }
 
-    /// Charges the refill of the last move for the lines touched since: a
-    /// random walk over W lines has touched W(1 - e^(-k/W)) of them after k
-    /// accesses, so a task moved again soon pays only part of the refill
-    /// the one-probe engine charges whole at the move (there, moves are
-    /// far enough apart that the part is nearly all). Returns the ns added.
+    /// Charges the misses task `i`'s cold caches have cost since last
+    /// charged ([`crate::sim::cold`], as the one-probe engine charges
+    /// them), in its loop only. Returns the ns added.
     pub(super) fn pay_cold(&mut self, i: usize) -> f64 {
-        let lines = (self.spec.buffer_bytes as f64 / 64.0).max(1.0);
         let task = &mut self.tasks[i];
-        let Some((full, at, paid)) = task.cold else {
+        if !matches!(task.phase, Phase::Loop(_)) {
             return 0.0;
-        };
-        let k = (task.accesses - at).max(0.0);
-        let owed = full * (1.0 - (-k / lines).exp());
-        let add = (owed - paid).max(0.0);
-        task.cold = Some((full, at, paid + add));
+        }
+        let dram = task.dram_ns[self.m.node[task.cpu]];
+        let add = task.cold.accrue(self.p, self.spec.buffer_bytes, dram);
         self.charge_ns(i, add);
         add
     }
@@ -147,6 +147,9 @@ impl Multi<'_> {
                 task.res.pages_after_warm_up = task.numa.buffer_pages_per_node().to_vec();
                 task.phase = Phase::Loop(0);
                 self.recompute_access(i);
+                let task = &mut self.tasks[i];
+                let dram = task.dram_ns[self.m.node[task.cpu]];
+                task.cold.forgive(self.p, self.spec.buffer_bytes, dram);
             }
             Phase::Loop(k) => {
                 // The refill owed for the pass's accesses is part of it.

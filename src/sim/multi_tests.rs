@@ -258,7 +258,7 @@ fn a_cpu_busy_when_its_domain_came_due_balances_at_the_idle_interval_once_idle()
 #[test]
 fn the_waiting_count_is_the_probes_queued_behind_others() {
     // Newly-idle balancing is skipped while nothing waits, so the count
-    // must follow every queue operation: checked every 500 events through
+    // must follow every queue operation: checked every 100 events through
     // runs with sharing, moves, NUMA balancing and exits.
     let m = machine("xeon-8167m-2n");
     let p = Profile::load("xeon-8167m").unwrap();
@@ -268,7 +268,7 @@ fn the_waiting_count_is_the_probes_queued_behind_others() {
         let mut e = Multi::new(&m, &p, &lm, &s);
         e.begin();
         let mut checks = 0;
-        while e.advance(500) {
+        while e.advance(100) {
             assert_eq!(e.waiting, e.queued_probes(), "seed {seed} at {}", e.t);
             checks += 1;
         }

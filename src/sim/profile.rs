@@ -5,22 +5,21 @@
 //! A profile is a TOML file (format in docs/sim.md, "Hardware profiles"); the built-in ones live
 //! in `profiles/*.toml` and are compiled in. The probe's time per access and
 //! the cost of a migration are both derived from these numbers by one cache
-//! model ([`Profile::access_ns`], [`Profile::refill_ns`]), so a migration
-//! costs what re-warming the caches it lost costs, for the probe's buffer
-//! size, rather than a constant fitted per level. What the model derives
+//! model ([`Profile::access_ns`] here, the refill in [`super::cold`]), so a
+//! migration costs the misses of re-warming the caches it left, for the
+//! probe's buffer size, rather than a constant fitted per level. What the model derives
 //! none of, the machine's own spread between samples, a profile states
 //! (`noise.sample_cv`, drawn by [`Profile::speed_factor`]).
 
 use crate::error::usage;
-use crate::topology::Relation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 6;
+pub const MODEL_VERSION: u32 = 7;
 
 /// Bytes per cache line.
-const LINE: f64 = 64.0;
+pub(super) const LINE: f64 = 64.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -302,7 +301,7 @@ impl Profile {
     }
 
     /// Cache hit shares for a random walk over `ws` bytes: (L2, LLC).
-    fn hits(&self, ws: u64) -> (f64, f64) {
+    pub(super) fn hits(&self, ws: u64) -> (f64, f64) {
         let ws = ws.max(1) as f64;
         let h2 = (self.caches.l2_bytes as f64 / ws).min(1.0);
         let hl = (self.caches.llc_bytes as f64 / ws).min(1.0).max(h2);
@@ -315,25 +314,6 @@ impl Profile {
         let (h2, hl) = self.hits(ws);
         let lat = h2 * self.caches.l2_ns + (hl - h2) * self.caches.llc_ns + (1.0 - hl) * dram;
         self.memory.cpu_ns + self.memory.exposed * lat
-    }
-
-    /// The time a move at `rel` costs the probe in lost cache hits, ns: the
-    /// lines of each cache it leaves that would have hit (hit share x
-    /// lines), each now served from the next level. A random walk refills a
-    /// cache of C lines with about C misses, so this is the lost time.
-    pub fn refill_ns(&self, rel: Relation, ws: u64, dram: f64) -> f64 {
-        let (h2, hl) = self.hits(ws);
-        let l2_lines = self.caches.l2_bytes as f64 / LINE;
-        let llc_lines = self.caches.llc_bytes as f64 / LINE;
-        let lost = match rel {
-            Relation::SameCpu | Relation::SameCore | Relation::Unknown => 0.0,
-            Relation::SameLlc => h2 * l2_lines * (self.caches.llc_ns - self.caches.l2_ns),
-            Relation::SameNode | Relation::CrossNode => {
-                h2 * l2_lines * (dram - self.caches.l2_ns)
-                    + (hl * llc_lines - h2 * l2_lines).max(0.0) * (dram - self.caches.llc_ns)
-            }
-        };
-        self.memory.exposed * lost.max(0.0)
     }
 }
 
@@ -359,20 +339,6 @@ mod tests {
         let mid = p.dram_ns(24);
         assert!(mid > a && mid < b);
         assert!((p.dram_ns(64) - b * 2.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn refill_grows_with_level_and_vanishes_for_tiny_or_huge_misses() {
-        let p = Profile::load("xeon-8167m").unwrap();
-        let ws = 256 << 20;
-        let d = p.dram_ns(10);
-        let core = p.refill_ns(Relation::SameCore, ws, d);
-        let llc = p.refill_ns(Relation::SameLlc, ws, d);
-        let node = p.refill_ns(Relation::SameNode, ws, d);
-        assert_eq!(core, 0.0);
-        assert!(llc > 0.0 && node > llc);
-        // A bigger buffer hits less, so there is less to lose.
-        assert!(p.refill_ns(Relation::SameNode, 16 << 30, d) < node);
     }
 
     #[test]
