@@ -314,58 +314,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Time the probe owes (cache refill, faults), as work at today's speed.
-    pub(super) fn charge_ns(&mut self, ns: f64) {
-        let per = match self.phase {
-            Phase::WarmUp => 1000.0 / self.p.kernel.touch_pages_per_us,
-            Phase::Loop(_) => self.access_ns[self.m.node[self.cur]],
-            Phase::Done => return,
-        };
-        self.work_left += ns / per;
-        self.cold.owe(ns / per);
-    }
-
-    /// Charges the misses the cold caches have cost since last charged
-    /// (in the loop; the warm-up's first touches hit nothing anyway).
-    /// Returns the work added.
-    fn pay_cold(&mut self) -> f64 {
-        if !matches!(self.phase, Phase::Loop(_)) {
-            return 0.0;
-        }
-        let dram = self.dram_ns[self.m.node[self.cur]];
-        let ns = self.cold.accrue(self.p, self.spec.buffer_bytes, dram);
-        let before = self.work_left;
-        self.charge_ns(ns);
-        self.work_left - before
-    }
-
-    /// Moves the probe to CPU `to` at the current time.
-    pub fn move_to(&mut self, to: usize, cause: Cause) {
-        let from = self.cur;
-        if from == to {
-            return;
-        }
-        // The misses made where it was are owed at that node's speed;
-        // from here on it refills what the move left cold.
-        self.pay_cold();
-        self.res.moves.push(Move {
-            t_ns: self.t as u64,
-            from,
-            to,
-            cause,
-        });
-        self.cur = to;
-        if cause == Cause::NumaBalancing {
-            self.res.move_numa += 1;
-        }
-        self.cold.cool(self.m.relation(from, to));
-        self.imb.moved(self.m, to);
-        let busy = self.busy(to, self.t);
-        // Enqueued behind the running worker.
-        self.set_share(busy.then_some((self.t, 0.0)));
-        self.migrated_waiting = busy;
-    }
-
     /// Starts or ends a sharing episode, keeping the imbalance flags'
     /// bookkeeping: between episodes the probe's groups balance.
     fn set_share(&mut self, share: Option<(f64, f64)>) {
@@ -619,33 +567,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// __set_cpus_allowed_ptr off the current CPU: to any of `a`, idle
-    /// ones first.
-    fn bind_move(&mut self, a: &[usize]) {
-        let t = self.t;
-        let idle_ok: Vec<usize> = a.iter().copied().filter(|&c| !self.busy(c, t)).collect();
-        let to = if idle_ok.is_empty() {
-            a[self.rng.below(a.len())]
-        } else {
-            idle_ok[self.rng.below(idle_ok.len())]
-        };
-        self.move_to(to, Cause::Affinity);
-    }
-
-    /// `--first-touch start`: the buffer touched, the probe binds to its
-    /// CPUs (moving off the one it is on if it must), at the loop's start.
-    fn bind_after_touch(&mut self) {
-        let a = self.spec.allowed.clone();
-        self.allowed = vec![false; self.m.len()];
-        a.iter().for_each(|&c| self.allowed[c] = true);
-        self.idle_starts = IdleStarts::new(self.load, &a);
-        self.next_idle_memo = None;
-        if !self.allowed[self.cur] {
-            self.bind_move(&a);
-        }
-        self.res.loop_start_cpu = Some(self.cur);
-    }
-
     fn end_phase(&mut self) {
         let t = self.t;
         let was_warm_up = matches!(self.phase, Phase::WarmUp);
@@ -685,6 +606,9 @@ impl<'a> Engine<'a> {
         self.m.relation(a, b)
     }
 }
+
+#[path = "engine_move.rs"]
+mod moves;
 
 #[cfg(test)]
 #[path = "engine_tests.rs"]
