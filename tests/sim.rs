@@ -532,8 +532,9 @@ fn with_the_group_imbalance_flag_other_cores_take_a_probe_its_core_keeps() {
 /// floating simulated days without finishing the probe's loop, its moves
 /// list growing to 24 GB before the OOM killer ended it (SIGTERM went
 /// unheard inside a sample). A sample that makes no progress now ends the
-/// run with an error naming the row, in well under a minute; the model's
-/// defect itself is #28's (many-node dynamics).
+/// run with an error naming the row, in well under a minute. The model's
+/// defect itself (refills owed faster than the probe ran) is gone since
+/// model 7: the test below.
 #[test]
 fn a_simulated_sample_that_makes_no_progress_ends_with_an_error_not_all_memory() {
     let tmp = tempfile::tempdir().unwrap();
@@ -567,5 +568,82 @@ fn a_simulated_sample_that_makes_no_progress_ends_with_an_error_not_all_memory()
         0 => {}
         1 => assert!(err.contains("the simulator ran away on row"), "{err}"),
         _ => panic!("exit {rc}: {err}"),
+    }
+}
+
+/// Regression (model 6's refill runaway): a move charged the whole refill
+/// of the caches it left, owed even when the probe moved on before
+/// touching a line, so an LLC-sized probe moved between LLCs faster than
+/// it repaid owed more than it ran: each of these runs was stopped as a
+/// runaway after 3,600 simulated seconds (exit 1, "a model bug on this
+/// machine"). Model 7 charges the misses as they are made (src/sim/cold.rs),
+/// and every one finishes.
+#[test]
+fn llc_sized_probes_moved_between_llcs_finish_on_every_preset_that_ran_away() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 5] = [
+        &[
+            "--preset",
+            "ia64-4n",
+            "--size",
+            "32M",
+            "--counts",
+            "3",
+            "--samples",
+            "2",
+        ],
+        &[
+            "--preset",
+            "ivybridge-ex-8s",
+            "--size",
+            "32M",
+            "--counts",
+            "3",
+            "--samples",
+            "2",
+        ],
+        &[
+            "--preset",
+            "hp-dl580-gen8",
+            "--size",
+            "32M",
+            "--counts",
+            "3",
+            "--samples",
+            "2",
+        ],
+        &[
+            "--preset",
+            "hp-dl980-g7",
+            "--size",
+            "32M",
+            "--counts",
+            "3",
+            "--samples",
+            "2",
+        ],
+        &[
+            "--preset",
+            "ia64-4n",
+            "--size",
+            "4M",
+            "--samples",
+            "1",
+            "--pnid=-1",
+            "--mem",
+            "A",
+            "--cpu",
+            "F",
+            "--nb",
+            "0",
+        ],
+    ];
+    for (i, extra) in runs.iter().enumerate() {
+        let out = tmp.path().join(format!("run{i}"));
+        let mut args = vec!["run", "--backend", "sim"];
+        args.extend_from_slice(extra);
+        args.extend(["--out", out.to_str().unwrap()]);
+        let (rc, _, err) = common::numalab_within(&args, tmp.path(), 60);
+        assert_eq!(rc, 0, "{extra:?}: {err}");
     }
 }
