@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# #28's many-node comparison, first form: the floating rows (CPU F, Mem A
+# and Mem F) under NB 0, NB 1 and a forced node (PNID A), on the 4node lab
+# guest (4 nodes x 2 cores, no SMT) with the lab kernel (6.12 + the PNID
+# patch), traced, 60% load (numalab's own), NB's scan knobs scaled to
+# 100/100/400 ms so it acts within a short sample; then the simulator on
+# the guest's own topology (captured in the guest with `numalab topo
+# --json`) with the lab profile set as that kernel is (NI_RANDOM,
+# group_smt_balance). Prints one table per side, per row: samples, the
+# loop's wall time, cross-node moves per sample and per second, % of the
+# time away from node A, crossings by cause (load balance / wake-up /
+# NUMA balancing), pages NUMA balancing migrated, each sample's preferred
+# node at its end, and node A's share of the buffer's pages at the end.
+# Per sample, not over time: the probe records its NUMA state at the end.
+#
+#   bash bench/many_nodes.sh [SAMPLES]   (default 4 in the guest, 16 in the sim)
+#
+# About 12 min on the 2-core machine (the guest alone, single-threaded
+# TCG; the lab kernel cached). Memory latency is uniform under emulation:
+# placement and the scheduler's decisions, not NUMA cost (lab/README.md).
+set -euo pipefail
+{
+cd "$(dirname "$0")/.."
+samples=${1:-4}
+[[ $samples =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash bench/many_nodes.sh [SAMPLES]" >&2; exit 2; }
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
+triple=$(rustc -vV | sed -n 's/^host: //p')
+cargo build --release -q --target "$triple"
+bin=target/$triple/release/numalab
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+knobs='knobs = { "sched/numa_balancing/scan_delay_ms" = "100", "sched/numa_balancing/scan_period_min_ms" = "100", "sched/numa_balancing/scan_period_max_ms" = "400" }'
+spec() {
+    printf 'samples = %s\nload = 60\nmem = ["A", "F"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = 4\n' "$1"
+    printf '[[blocks]]\npnid = -1\nnb = 0\n[[blocks]]\npnid = -1\nnb = 1\n%s\n[[blocks]]\npnid = "A"\nnb = 1\n%s\n' "$knobs" "$knobs"
+}
+spec "$samples" >"$tmp/lab.toml"
+spec $((samples * 4)) >"$tmp/sim.toml"
+cat >"$tmp/script.sh" <<SH
+cat > /tmp/m.toml <<'TOML'
+$(cat "$tmp/lab.toml")
+TOML
+numalab topo --json > /tmp/topo.json
+numalab run --spec /tmp/m.toml --trace --out /tmp/m > /tmp/m.txt 2>&1
+echo "run rc=\$?"
+echo @@topo; cat /tmp/topo.json
+echo @@meta; cat /tmp/m/run.json
+echo @@samples; cat /tmp/m/samples.jsonl
+echo @@report; cat /tmp/m.txt
+echo @@end
+SH
+start=$(date +%s)
+lab/guest --kernel pnid --bin "$bin" --timeout 2400 4node "$tmp/script.sh" >"$tmp/out.txt"
+echo "bench: the 4node guest: $(($(date +%s) - start)) s"
+python3 - "$tmp" <<'PY'
+import re, sys
+tmp = sys.argv[1]
+text = open(f"{tmp}/out.txt").read()
+if "run rc=0" not in text:
+    sys.exit(f"the guest's run failed:\n{text[-3000:]}")
+parts = re.split(r"^@@(\w+)\n", text, flags=re.M)
+for name, body in zip(parts[1::2], parts[2::2]):
+    open(f"{tmp}/{name}.out", "w").write(body)
+PY
+sed -e 's/^smt_balance = false/smt_balance = true/' -e 's/^name = "lab-tcg"/name = "lab-tcg-612"/' \
+    profiles/lab-tcg.toml >"$tmp/lab612.toml"
+$bin run --backend sim --topology "$tmp/topo.out" --profile "$tmp/lab612.toml" --spec "$tmp/sim.toml" \
+    --trace --out "$tmp/sim" >/dev/null
+python3 - "$tmp" <<'PY'
+import json, statistics as st, sys
+tmp = sys.argv[1]
+def rows_of(meta, samples):
+    rows = json.load(open(meta))["rows"]
+    out = {}
+    for line in open(samples):
+        x = json.loads(line)
+        p, t = x["probe"], x["trace"]["task"]
+        causes = t.get("cross_node_causes", {})
+        pages = p["placement"]["pages_per_node"]
+        out.setdefault(x["row"], []).append(dict(
+            wall=p["timing"]["total_ns"] / 1e9,
+            xn=t["migrations"]["cross_node"],
+            away=100 - t["residency"]["node_pct"].get("0", 0.0),
+            lb=causes.get("load_balance", 0), wu=causes.get("wakeup", 0),
+            nb=causes.get("numa_balancing", 0),
+            pm=p["numa"]["sched"].get("numa_pages_migrated") or 0,
+            pref=p["numa"]["sched"].get("numa_preferred_nid"),
+            a=pages.get("0", 0) / max(1, sum(pages.values()))))
+    return rows, out
+for side, meta, samples in (("lab (6.12 + PNID, 4node guest)", "meta.out", "samples.out"),
+                            ("sim (lab-tcg as 6.12, the guest's topology)", "sim/run.json", "sim/samples.jsonl")):
+    rows, out = rows_of(f"{tmp}/{meta}", f"{tmp}/{samples}")
+    print(f"--- {side}")
+    print("row  cell                  n  wall s  xnode/sample  xnode/s  away%  xLB/xWU/xNB      NB pages  preferred at end  A's pages")
+    for r in sorted(out):
+        v, row = out[r], rows[r]
+        m = lambda k: st.mean(x[k] for x in v)
+        mem = "F" if row["mem"] == "float" else "A"
+        cell = f"PNID {row['pnid']:>2} NB {row['nb']} Mem {mem}"
+        prefs = " ".join(str(x["pref"]) for x in v)
+        print(f"[{r}]  {cell:20} {len(v):2} {m('wall'):7.2f} {m('xn'):12.1f} {m('xn') / m('wall'):8.2f} {m('away'):6.1f}"
+              f"  {m('lb'):5.1f}/{m('wu'):3.1f}/{m('nb'):4.1f}  {m('pm'):8.0f}  {prefs:16}  {m('a'):.2f}")
+PY
+echo "bench: done in $(($(date +%s) - start)) s"
+exit
+}
