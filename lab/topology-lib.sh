@@ -41,6 +41,19 @@ topo_distances() {
     done
 }
 
+# topo_socket_nodes N SIZE: nodes 0..N-1, node I one memory-backend-ram of
+# SIZE and socket I (CPUs numbered socket-major), appended to TOPO_ARGS.
+topo_socket_nodes() {
+    local n=$1 size=$2 i
+    for ((i = 0; i < n; i++)); do
+        TOPO_ARGS+=(
+            -object "memory-backend-ram,id=m$i,size=$size"
+            -numa "node,nodeid=$i,memdev=m$i"
+            -numa "cpu,node-id=$i,socket-id=$i"
+        )
+    done
+}
+
 # load_topology FILE: source FILE into the TOPO_* variables.
 load_topology() {
     # shellcheck disable=SC2034 # read by the callers

@@ -8,14 +8,7 @@
 TOPO_DESC="4 nodes, each one socket of 1 core x 2 SMT threads, 256 MiB each"
 TOPO_MEM=1024M
 TOPO_SMP=8,sockets=4,cores=1,threads=2
-TOPO_ARGS=()
-for n in 0 1 2 3; do
-    TOPO_ARGS+=(
-        -object "memory-backend-ram,id=m$n,size=256M"
-        -numa "node,nodeid=$n,memdev=m$n"
-        -numa "cpu,node-id=$n,socket-id=$n"
-    )
-done
+topo_socket_nodes 4 256M
 TOPO_EXPECT_DISTANCE=$'10 20 20 20\n20 10 20 20\n20 20 10 20\n20 20 20 10\n'
 TOPO_EXPECT_CPULIST="0-1 2-3 4-5 6-7"
 TOPO_EXPECT_SIBLINGS="0-1 0-1 2-3 2-3 4-5 4-5 6-7 6-7"
