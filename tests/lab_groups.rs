@@ -5,7 +5,9 @@
 //!
 //! - four threads writing one shared array end in one `numa_group`, whose
 //!   id is one of theirs, and the array's pages end spread over nodes
-//!   (pseudo-interleaving), with pages migrated;
+//!   (pseudo-interleaving), or mostly on the one node every thread
+//!   prefers when NUMA balancing brought the group together, with pages
+//!   migrated;
 //! - four threads with arrays of their own share no group (at most a group
 //!   of one, the thread's own id), take almost no shared faults, are
 //!   never swapped (`sched_swap_numa`), and each one's pages end on the
@@ -153,11 +155,26 @@ fn threads_sharing_memory_group_and_private_ones_do_not_and_shmem_needs_its_poli
         g != 0 && tids.contains(&g),
         "shared: group {g} is a thread's id: {t:?}"
     );
-    // The shared array spread over at least two nodes holding 10% each.
+    // The shared array spread over at least two nodes holding 10% each
+    // (pseudo-interleaving over the group's active nodes), or, when NUMA
+    // balancing brought the whole group to one node, every thread
+    // preferring the node that holds most of it: a group active on one
+    // node draws its pages there. A 12 s CI run once ended with {0: 1211,
+    // 1: 616, 3: 14557}, which the spread alone called a failure (its
+    // threads' preferred nodes were not printed; now they are).
     let pages = last_pages(&sh, 0);
     let total: u64 = pages.values().sum();
     let big = pages.values().filter(|&&p| p * 10 >= total).count();
-    assert!(big >= 2, "shared: pages not spread: {pages:?}");
+    let (top, most) = pages
+        .iter()
+        .max_by_key(|(_, p)| **p)
+        .map(|(n, p)| (n.parse::<i64>().unwrap(), *p))
+        .unwrap();
+    let consolidated = most * 2 > total && t.iter().all(|x| x.2 == top);
+    assert!(
+        big >= 2 || consolidated,
+        "shared: pages neither spread nor on the group's node: {pages:?}, threads {t:?}"
+    );
     let pts = sh["timeline"]["points"].as_array().unwrap();
     assert!(pts.len() >= 10, "shared: {} timeline points", pts.len());
     assert!(
