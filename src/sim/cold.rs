@@ -141,9 +141,20 @@ pub struct ColdCaches {
     cold: [Option<Stay>; 2],
 }
 
+/// Cache lines a unit of the probe's work touches: a page of `page_bytes`
+/// (4 KiB at least) in the warm-up, one line per access in the loop.
+pub fn lines_per_unit(warm_up: bool, page_bytes: u64) -> f64 {
+    if warm_up {
+        page_bytes.max(4096) as f64 / LINE
+    } else {
+        1.0
+    }
+}
+
 impl ColdCaches {
-    /// `work` units done, `lines` touched per unit: what is owed is run
-    /// first, the rest touches lines.
+    /// `work` units done, `lines` touched per unit
+    /// ([`lines_per_unit`]): what is owed is run first, the rest touches
+    /// lines.
     pub fn advance(&mut self, work: f64, lines: f64) {
         let paid = work.clamp(0.0, self.debt);
         self.debt -= paid;

@@ -495,10 +495,8 @@ impl<'a> Engine<'a> {
             self.res.run_ns_loop[self.cur] += (dt * run_share) as u64;
         }
         self.work_left -= v * dt;
-        let lines = match self.phase {
-            Phase::WarmUp => self.spec.page_bytes.max(4096) as f64 / 64.0,
-            _ => 1.0,
-        };
+        let warm_up = matches!(self.phase, Phase::WarmUp);
+        let lines = super::cold::lines_per_unit(warm_up, self.spec.page_bytes);
         self.cold.advance(v * dt, lines);
         if matches!(self.phase, Phase::WarmUp) {
             let done = self.buffer_pages as f64 - self.work_left.max(0.0);

@@ -39,10 +39,8 @@ impl Multi<'_> {
         let dt = (t - task.since).max(0.0);
         task.res.run_ns[task.cpu] += dt as u64;
         task.work_left -= v * dt;
-        let lines = match task.phase {
-            Phase::WarmUp => self.spec.page_bytes.max(4096) as f64 / 64.0,
-            _ => 1.0,
-        };
+        let warm_up = task.phase == Phase::WarmUp;
+        let lines = crate::sim::cold::lines_per_unit(warm_up, self.spec.page_bytes);
         task.cold.advance(v * dt, lines);
         if let Phase::Loop(_) = task.phase {
             task.res.run_ns_loop += dt as u64;

@@ -379,18 +379,7 @@ fn read_cpu_topology(sys: &SysRoot, id: u32, facts: &mut CpuFacts) -> Result<(),
 
     // The highest-level data or unified cache is the LLC (L3, else L2).
     let mut best: Option<CacheFacts> = None;
-    for entry in sys.list(&format!("{base}/cache"))? {
-        if !entry.starts_with("index") {
-            continue;
-        }
-        let dir = format!("{base}/cache/{entry}");
-        let Some(kind) = sys.read_opt(&format!("{dir}/type"))? else {
-            continue;
-        };
-        if kind.trim() == "Instruction" {
-            continue;
-        }
-        let level: u8 = sys.parse(&format!("{dir}/level"), &sys.read(&format!("{dir}/level"))?)?;
+    for (dir, level) in data_caches(sys, id)? {
         let shared = sys.read_list(&format!("{dir}/shared_cpu_list"))?;
         let cache_id = match sys.read_opt(&format!("{dir}/id"))? {
             Some(s) => Some(sys.parse(&format!("{dir}/id"), &s)?),
@@ -408,6 +397,29 @@ fn read_cpu_topology(sys: &SysRoot, id: u32, facts: &mut CpuFacts) -> Result<(),
     Ok(())
 }
 
+/// `cpu`'s data and unified caches (instruction caches and indexes without
+/// a `type` left out), each as its `cpuN/cache/indexK` directory and level,
+/// in sysfs's order.
+fn data_caches(sys: &SysRoot, cpu: u32) -> Result<Vec<(String, u8)>, SysfsError> {
+    let base = format!("{CPU_DIR}/cpu{cpu}/cache");
+    let mut out = Vec::new();
+    for entry in sys.list(&base)? {
+        if !entry.starts_with("index") {
+            continue;
+        }
+        let dir = format!("{base}/{entry}");
+        let Some(kind) = sys.read_opt(&format!("{dir}/type"))? else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let level: u8 = sys.parse(&format!("{dir}/level"), &sys.read(&format!("{dir}/level"))?)?;
+        out.push((dir, level));
+    }
+    Ok(out)
+}
+
 /// The sizes of one CPU's L2 and last-level data caches, bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheSizes {
@@ -419,26 +431,11 @@ pub struct CacheSizes {
 /// (data or unified caches; the LLC is the highest level); `None` when
 /// sysfs does not give both (no `size` files, no level 2).
 pub fn cache_sizes(sys: &SysRoot, cpu: u32) -> Result<Option<CacheSizes>, SysfsError> {
-    let base = format!("sys/devices/system/cpu/cpu{cpu}/cache");
-    if !sys.exists(&base) {
-        return Ok(None);
-    }
     let (mut l2, mut llc): (Option<u64>, Option<(u8, u64)>) = (None, None);
-    for entry in sys.list(&base)? {
-        if !entry.starts_with("index") {
-            continue;
-        }
-        let dir = format!("{base}/{entry}");
-        let (Some(kind), Some(size)) = (
-            sys.read_opt(&format!("{dir}/type"))?,
-            sys.read_opt(&format!("{dir}/size"))?,
-        ) else {
+    for (dir, level) in data_caches(sys, cpu)? {
+        let Some(size) = sys.read_opt(&format!("{dir}/size"))? else {
             continue;
         };
-        if kind.trim() == "Instruction" {
-            continue;
-        }
-        let level: u8 = sys.parse(&format!("{dir}/level"), &sys.read(&format!("{dir}/level"))?)?;
         let bytes = crate::units::parse_size(size.trim()).map_err(|why| SysfsError::Parse {
             path: sys.path(&format!("{dir}/size")),
             content: size.clone(),
