@@ -488,7 +488,8 @@ fn the_loads_phases_decide_which_cpus_take_a_waiting_probe() {
         "moves to the SMT sibling / to other cores of the LLC: staggered {core_s} / {llc_s}, \
          random {core_r} / {llc_r}, random with 6.1's busiest group {core_1} / {llc_1}"
     );
-    assert!(core_s > 2.0 * llc_s, "staggered: {core_s} / {llc_s}");
+    // (Model 8, EEVDF's turns at the tick: 499 / 260; model 7: over 2 to 1.)
+    assert!(core_s > 1.5 * llc_s, "staggered: {core_s} / {llc_s}");
     assert!(core_r > 10.0 * llc_r, "random, 6.6+: {core_r} / {llc_r}");
     assert!(llc_1 > 3.0 * core_1, "random, 6.1: {core_1} / {llc_1}");
 }

@@ -412,12 +412,6 @@ impl JobsArgs {
                      patch built in",
                 ));
             }
-            if !probe.first_touch.is_placed() {
-                return Err(usage(
-                    "--first-touch start is not modelled by the simulator's jobs engine (run \
-                     models it; jobs on the host take it)",
-                ));
-            }
             // The simulator checks the node; this kernel's interface is
             // not the question.
             crate::probe::validate(

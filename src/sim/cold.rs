@@ -5,7 +5,7 @@
 //! hit until it has refilled them, and it pays for those misses as it makes
 //! them, not at the move. So a probe moved again before its caches were
 //! warm pays only for the misses it made, and can never owe more than the
-//! accesses it did (until model 7 the one-probe engine charged the whole
+//! accesses it did (until model 7 the run engine charged the whole
 //! refill at every move, and a probe moved between LLCs faster than it
 //! refilled them owed more time than it ran and never finished).
 //!

@@ -2,8 +2,8 @@
 //! the counts update_sg_lb_stats() gathers, group_classify()'s type from
 //! PELT's sums against the group's capacity (with 6.6's group_smt_balance
 //! where the profile's kernel has it), and update_sd_pick_busiest()'s
-//! choice between two groups. Pure functions over plain numbers, so the
-//! one-probe and the several-probe engines share them.
+//! choice between two groups. Pure functions over plain numbers, kept
+//! apart from the engine's runqueues so they are tested on their own.
 
 /// A group's numbers as update_sg_lb_stats() would count them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

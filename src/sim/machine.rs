@@ -87,6 +87,8 @@ pub struct Machine {
     pub siblings: Vec<Vec<usize>>,
     spans: Vec<Vec<usize>>,
     span_cores: Vec<usize>,
+    /// Per span: one core of several hardware threads ([`Machine::is_core`]).
+    span_is_core: Vec<bool>,
     pub domains: Vec<Domain>,
     /// Per CPU, its domain ids from the lowest level up.
     pub cpu_domains: Vec<Vec<usize>>,
@@ -170,6 +172,7 @@ impl Machine {
             siblings,
             spans: Vec::new(),
             span_cores: Vec::new(),
+            span_is_core: Vec::new(),
             domains: Vec::new(),
             cpu_domains: Vec::new(),
             cpu_group: Vec::new(),
@@ -310,12 +313,7 @@ impl Machine {
     /// Whether span `id` is one core of several hardware threads: as a
     /// group, its flags carry SD_SHARE_CPUCAPACITY (group_smt_balance).
     pub fn is_core(&self, id: usize) -> bool {
-        let s = &self.spans[id];
-        s.len() > 1
-            && self.siblings[s[0]].len() + 1 == s.len()
-            && self.siblings[s[0]]
-                .iter()
-                .all(|c| s.binary_search(c).is_ok())
+        self.span_is_core[id]
     }
 
     /// The group whose sched_group_capacity an attempt by CPU `x` at
@@ -346,6 +344,12 @@ impl Machine {
             .collect();
         let id = self.spans.len();
         self.span_cores.push(cores.len());
+        let core = span.len() > 1
+            && self.siblings[span[0]].len() + 1 == span.len()
+            && self.siblings[span[0]]
+                .iter()
+                .all(|c| span.binary_search(c).is_ok());
+        self.span_is_core.push(core);
         self.spans.push(span.to_vec());
         table.insert(span.to_vec(), id);
         id

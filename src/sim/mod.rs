@@ -1,23 +1,20 @@
 //! The simulator: the RFC's experiment on a machine you do not have.
 //!
 //! [`machine`] turns a topology into sched domains, [`load`] is the pinned
-//! background load in closed form, [`engine`] runs one sample as a
-//! discrete-event simulation of the probe among the workers, with
+//! background load in closed form, [`multi`] is the engine: any number of
+//! probes among the workers as a discrete-event simulation (a `run` sample
+//! is one probe, through [`one`]; `jobs` runs N), with [`multi_lb`] and
 //! [`balance`] (the load balancer's decisions), [`numa`] (pages and
-//! automatic NUMA balancing) and [`numa_move`] (task_numa_migrate()'s
-//! choice of CPU, for both engines); [`multi`] runs several probes at once
-//! (the `jobs` test) with [`multi_lb`] balancing them against each other;
-//! [`profile`] holds the hardware numbers, each with its source. Deterministic: a sample's result depends only on the
-//! machine, the profile, the sample's spec and its seed, never on the order
-//! or the thread it runs on. docs/sim.md describes the model and what it
-//! leaves out.
+//! automatic NUMA balancing), [`numa_move`] (task_numa_migrate()'s choice
+//! of CPU) and [`cold`] (what a move costs in cache refills); [`profile`]
+//! holds the hardware numbers, each with its source. Deterministic: a
+//! sample's result depends only on the machine, the profile, the sample's
+//! spec and its seed, never on the order or the thread it runs on.
+//! docs/sim.md describes the model and what it leaves out.
 
 pub mod balance;
 pub mod cold;
-pub mod engine;
-mod engine_numa;
 pub mod fit;
-pub mod group_imb;
 pub mod groups;
 pub mod load;
 pub mod machine;
@@ -26,13 +23,14 @@ pub mod multi_lb;
 mod multi_numa;
 pub mod numa;
 pub mod numa_move;
+pub mod one;
 pub mod profile;
 pub mod rng;
 pub mod sample;
 
-pub use engine::{Cause, Move, SampleResult, SampleSpec};
 pub use machine::Machine;
 pub use profile::{Profile, MODEL_VERSION};
+pub use sample::{Cause, Move, SampleResult, SampleSpec};
 
 /// A simulation's moves as the analysis layer counts them (CPU ids).
 pub fn migrations(m: &Machine, moves: &[Move]) -> Vec<crate::analysis::Migration> {
@@ -114,8 +112,7 @@ impl Simulator {
         phases: crate::load::LoadPhases,
         seed: u64,
     ) -> Simulator {
-        let spans = machine.span_count();
-        let load = load::LoadModel::shaped(&machine, load_percent, period_ns, phases, seed, spans);
+        let load = load::LoadModel::shaped(&machine, load_percent, period_ns, phases, seed);
         Simulator {
             machine,
             profile,
@@ -125,7 +122,7 @@ impl Simulator {
 
     /// One sample.
     pub fn sample(&self, spec: &SampleSpec) -> SampleResult {
-        engine::Engine::new(&self.machine, &self.profile, &self.load, spec).run()
+        one::sample(&self.machine, &self.profile, &self.load, spec)
     }
 
     /// Many samples on `threads` threads; results in input order.

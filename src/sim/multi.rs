@@ -1,38 +1,39 @@
-//! Several probes at once (`numalab jobs --backend sim`): N movable tasks
-//! among the pinned load workers, as a discrete-event simulation over a
-//! heap of events ordered by (time, sequence).
+//! The engine: any number of probes (one for a `run` sample, N for
+//! `numalab jobs --backend sim`) among the pinned load workers, as a
+//! discrete-event simulation over a heap of events ordered by (time,
+//! sequence), the load's own transitions taken in their fixed order
+//! ([`super::load::Transitions`]) beside it.
 //!
-//! The one-probe engine ([`super::engine`]) can treat the load as a closed
-//! form because only the probe moves. Here probes compete with each other
-//! for CPUs, so every CPU has a runqueue: the entity running (`curr`) and
-//! the runnable ones waiting, served round-robin in slices of the EEVDF
-//! base slice (what EEVDF gives equal-weight CPU-bound tasks). A worker
-//! joins its CPU's queue when its duty cycle starts and leaves when it
-//! ends. Probes run their phases (warm-up, timed passes) at the cache
-//! model's speed for where their pages are and whether their SMT sibling
-//! is busy, pay the refill of the caches they leave on every move, and
-//! fault and migrate pages as NUMA balancing has them do.
+//! Every CPU has a runqueue ([`rq`]): the entity running (`curr`) and the
+//! runnable ones waiting, taking turns as 6.12's EEVDF gives them to
+//! equal-weight CPU-bound tasks (the running one keeps the CPU to the first
+//! tick past its deadline). A worker joins its CPU's queue when its duty
+//! cycle starts and leaves when it ends. Probes ([`task`]) run their phases
+//! (warm-up, timed passes) at the cache model's speed for where their pages
+//! are and whether their SMT sibling is busy, pay for the caches their
+//! moves leave cold as they refill them, and fault and migrate pages as
+//! NUMA balancing has them do.
 //!
 //! What moves them ([`super::multi_lb`]): exec placement on the idlest CPU
 //! (sched_balance_exec), newly-idle balancing when a CPU runs out of work,
-//! periodic balancing of every CPU at its domains' intervals (idle CPUs as
-//! the nohz idle balancer does it for them, busy ones at busy_factor times
-//! the interval), active balancing of a running probe, and NUMA balancing's
-//! task_numa_migrate (a move to an idle CPU of the preferred node, or a
-//! swap with a probe that prefers ours).
+//! periodic balancing at each tick (busy CPUs at busy_factor times their
+//! domains' intervals, then the nohz idle balancer over the idle ones, in
+//! the kernel's order), active balancing of a running probe, and NUMA
+//! balancing's task_numa_migrate (a move to an idle CPU of the preferred
+//! node, or a swap with a probe that prefers ours).
 
 use super::balance::NewIdleStats;
 use super::cold::ColdCaches;
-use super::engine::{Cause, Move};
 use super::load::LoadModel;
 use super::machine::Machine;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
 use super::profile::Profile;
-use super::rng::{hash3, Rng};
+use super::rng::Rng;
+use super::sample::{Cause, Move};
 use crate::load::LoadPolicy;
 use crate::sys::numa::PolicyScope;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// One job: where it may run, where its memory goes, its forced node.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +41,10 @@ pub struct Job {
     pub allowed: Vec<usize>,
     pub mem: MemPolicy,
     pub forced: Option<usize>,
+    /// `--first-touch start`: it may run anywhere until its warm-up has
+    /// touched the buffer, and binds to `allowed` only then (the RFC's
+    /// order); false: bound from exec.
+    pub touch_first: bool,
 }
 
 /// Everything one simulated `jobs` run needs; every job runs the same
@@ -59,6 +64,9 @@ pub struct JobsSpec {
     pub accesses_per_iteration: u64,
     pub iterations: u32,
     pub seed: u64,
+    /// The draw of the machine's noise: job k's time per access is scaled
+    /// by `Profile::speed_factor(noise_seed, k)`.
+    pub noise_seed: u64,
 }
 
 /// What happened to one job.
@@ -67,21 +75,32 @@ pub struct JobResult {
     pub moves: Vec<Move>,
     /// On-CPU time per CPU position, ns.
     pub run_ns: Vec<u64>,
-    /// On-CPU time during the timed loop, ns.
-    pub run_ns_loop: u64,
+    /// On-CPU time per CPU position during the timed loop, ns.
+    pub run_ns_loop: Vec<u64>,
     pub start_cpu: usize,
     pub end_cpu: usize,
+    /// The CPU and the time its timed loop started.
+    pub loop_start_cpu: Option<usize>,
+    pub loop_start_ns: u64,
     pub warm_up_ns: u64,
     pub iterations_ns: Vec<u64>,
     pub end_ns: u64,
-    /// Buffer pages per node index after warm-up.
+    /// Buffer pages per node index after warm-up and at exit.
     pub pages_after_warm_up: Vec<u64>,
+    pub pages_at_end: Vec<u64>,
+    pub numa_scan_seq: u64,
     pub numa_pages_migrated: u64,
+    /// NUMA faults per node index, and their total.
+    pub numa_faults: Vec<u64>,
     pub total_numa_faults: u64,
     pub preferred: Option<usize>,
     pub move_numa: u64,
     pub swap_numa: u64,
     pub stick_numa: u64,
+    /// Its load-balancing moves per domain level of the CPU that took it,
+    /// as /proc/schedstat counts them ([`super::multi_lb::count_move`]):
+    /// `gained`, `hot_gained` and `alb_pushed`.
+    pub balance: Vec<crate::analysis::schedstat::Counters>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -89,34 +108,27 @@ pub struct JobsResult {
     pub jobs: Vec<JobResult>,
     pub wall_ns: u64,
     pub events: u64,
+    /// Set when the engine stopped short because the model ran away (see
+    /// [`RUNAWAY_MOVES_PER_MS`]): the result is not one, and the caller
+    /// fails the run with this reason.
+    pub runaway: Option<String>,
 }
+
+/// Events one run may take before the engine gives up on it as a model
+/// bug rather than a result.
+const MAX_EVENTS: u64 = 2_000_000_000;
+
+/// Moves of one job per simulated millisecond past which a run is a
+/// runaway model, not a result (a real kernel makes a few a millisecond at
+/// the very most), once there are at least [`RUNAWAY_MOVES_MIN`].
+const RUNAWAY_MOVES_PER_MS: f64 = 100.0;
+const RUNAWAY_MOVES_MIN: f64 = 100_000.0;
 
 /// A runnable entity of a CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ent {
     Worker,
     Task(usize),
-}
-
-/// A CPU's runqueue.
-#[derive(Debug, Clone, Default)]
-pub struct Rq {
-    pub curr: Option<Ent>,
-    /// Runnable, not running, in the order they will run.
-    pub queue: VecDeque<Ent>,
-    picked_at: f64,
-    /// Bumped whenever the slice timer is re-armed or cancelled.
-    slice_gen: u64,
-    slice_armed: bool,
-    pub worker_busy: bool,
-    /// Probes on this CPU (running or waiting).
-    pub probes: usize,
-}
-
-impl Rq {
-    pub fn nr_running(&self) -> usize {
-        self.worker_busy as usize + self.probes
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +230,28 @@ pub struct Multi<'a> {
     alive: usize,
     ticks: u64,
     events: u64,
+    /// Simulated time past which the run is stopped as a runaway.
+    limit_ns: f64,
+    runaway: Option<String>,
+    /// The load's transitions, in order ([`super::load::Transitions`]).
+    transitions: super::load::Transitions,
+    /// The CPUs in the order a tick balances them (kept to reuse).
+    order: Vec<usize>,
+    /// Which CPUs are idle, and which are on an idle core, as bits.
+    pub idle: IdleBits,
+    /// The load's duty cycle (busy share of a period).
+    pub duty: f64,
+    /// Every span's counts, and the spans each CPU is in.
+    pub span_count: Vec<SpanCount>,
+    spans_of: Vec<Vec<usize>>,
+    /// Each domain's balance interval, whole ticks, by [busy][relaxed]: a
+    /// busy CPU's is busy_factor (16) times longer, and a relaxed one (the
+    /// domain's last periodic attempt found balance) twice
+    /// (sched_balance_rq() doubles `balance_interval` up to `max_interval`,
+    /// twice `min_interval`, and an unbalanced attempt sets it back).
+    pub interval_ns: Vec<[[f64; 2]; 2]>,
+    /// Per (CPU, level): whether its interval is the doubled one.
+    pub relaxed: Vec<Vec<bool>>,
 }
 
 impl<'a> Multi<'a> {
@@ -225,10 +259,11 @@ impl<'a> Multi<'a> {
         let mut rng = Rng::new(spec.seed);
         let shift = rng.unit() * load.period_ns;
         let tick_ns = 1e9 / p.kernel.hz as f64;
-        // EEVDF base slice: 0.75 ms x (1 + log2(min(CPUs, 8))), enforced at
-        // the tick (as the one-probe engine has it).
+        // EEVDF base slice: 0.75 ms x (1 + log2(min(CPUs, 8)))
+        // (sysctl_sched_base_slice, scaled as update_sysctl() does); the
+        // tick enforces it ([`Multi::eevdf_switch`]).
         let factor = 1.0 + (m.len().clamp(1, 8) as f64).log2().floor();
-        let slice_ns = ((0.75e6 * factor) / tick_ns).ceil() * tick_ns;
+        let slice_ns = 0.75e6 * factor;
         let levels = m.cpu_domains.iter().map(|d| d.len()).max().unwrap_or(0);
         let nodes = m.node_ids.len();
         let page_bytes = spec.page_bytes.max(4096);
@@ -241,7 +276,8 @@ impl<'a> Multi<'a> {
             .iter()
             .enumerate()
             .map(|(k, j)| {
-                let mut allowed = vec![false; m.len()];
+                // Touching first, it runs anywhere until its warm-up ends.
+                let mut allowed = vec![j.touch_first; m.len()];
                 j.allowed.iter().for_each(|&c| allowed[c] = true);
                 Task {
                     cpu: 0,
@@ -266,11 +302,13 @@ impl<'a> Multi<'a> {
                     dram_ns: vec![0.0; nodes],
                     warm_pages_done: 0.0,
                     buffer_pages,
-                    noise_factor: p.speed_factor(spec.seed, k as u64),
+                    noise_factor: p.speed_factor(spec.noise_seed, k as u64),
                     mem: j.mem.clone(),
                     cold: ColdCaches::default(),
                     res: JobResult {
                         run_ns: vec![0; m.len()],
+                        run_ns_loop: vec![0; m.len()],
+                        balance: vec![Default::default(); levels],
                         ..Default::default()
                     },
                 }
@@ -292,6 +330,8 @@ impl<'a> Multi<'a> {
             seq: 0,
             failed: vec![vec![0; levels]; m.len()],
             last_balance: vec![vec![f64::NEG_INFINITY; levels]; m.len()],
+            relaxed: vec![vec![false; levels]; m.len()],
+
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             group_imbalance: vec![false; m.span_count()],
             flagged: 0,
@@ -299,6 +339,35 @@ impl<'a> Multi<'a> {
             alive: spec.jobs.len(),
             ticks: 0,
             events: 0,
+            limit_ns: f64::INFINITY,
+            runaway: None,
+            order: Vec::new(),
+            transitions: super::load::Transitions::new(load, shift),
+            idle: IdleBits::new(m),
+            duty: load.busy_ns / load.period_ns,
+            span_count: (0..m.span_count())
+                .map(|g| SpanCount {
+                    idle_cpus: m.span(g).len(),
+                    weight: m.span(g).len(),
+                    cores: m.span_cores(g),
+                    ..SpanCount::default()
+                })
+                .collect(),
+            interval_ns: m
+                .domains
+                .iter()
+                .map(|d| {
+                    let iv = |f: f64| d.balance_interval_ns(tick_ns, f);
+                    [[iv(1.0), iv(2.0)], [iv(16.0), iv(32.0)]]
+                })
+                .collect(),
+            spans_of: {
+                let mut v = vec![Vec::new(); m.len()];
+                for g in 0..m.span_count() {
+                    m.span(g).iter().for_each(|&c| v[c].push(g));
+                }
+                v
+            },
         }
     }
 
@@ -356,40 +425,101 @@ impl<'a> Multi<'a> {
         for c in 0..self.m.len() {
             let busy = self.load.busy(c, self.lt(0.0));
             if busy {
-                self.rqs[c].worker_busy = true;
+                self.set_rq(c, true, 0);
                 self.rqs[c].curr = Some(Ent::Worker);
-                self.rqs[c].picked_at = -self.rng.unit() * self.slice_ns;
+                // Woken on an idle CPU, it has run since.
+                self.rqs[c].picked_at = self.load.last_busy_start(c, self.shift) - self.shift;
             }
-            self.schedule_load(c);
         }
         for i in 0..self.tasks.len() {
             super::multi_lb::exec_place(self, i);
         }
+        // A job's whole work at the slowest access this machine has, a
+        // hundred times over (times the jobs per CPU), and at least an
+        // hour: a run not done by then made no progress (ia64-4n with the
+        // CPU floating simulated 8 days without finishing its loop).
+        let slowest = self
+            .tasks
+            .iter()
+            .flat_map(|t| t.access_ns.iter().copied())
+            .fold(1.0, f64::max);
+        let work = self.spec.accesses_per_iteration as f64 * f64::from(self.spec.iterations.max(1));
+        let crowd = (self.tasks.len() as f64 / self.m.len().max(1) as f64).max(1.0);
+        self.limit_ns = (100.0 * work * slowest * crowd).max(3600e9);
         let first_tick = self.tick_ns;
         self.push(first_tick, Ev::Tick);
     }
 
-    /// Handles up to `max` events; false once every job has exited.
+    /// Handles up to `max` events; false once every job has exited, or
+    /// the run was stopped as a runaway.
     pub fn advance(&mut self, max: u64) -> bool {
         for _ in 0..max {
-            if self.alive == 0 || self.events > 2_000_000_000 {
-                // (The second: a model bug, not a result.)
+            if self.alive == 0 || self.runaway.is_some() {
                 return false;
             }
-            let Some(At(at, _, ev)) = self.heap.pop() else {
-                return false;
+            // The load's next transition goes first at a tie (it is the
+            // worker's own timer; the engine's events react to it).
+            let load_at = self.transitions.peek().map(|(lt, c)| (lt - self.shift, c));
+            let (at, ev) = match (load_at, self.heap.peek()) {
+                (Some((la, c)), Some(At(ha, _, _))) if la <= *ha => {
+                    self.transitions.pop();
+                    (la.max(self.t), Ev::Load(c))
+                }
+                (Some((la, c)), None) => {
+                    self.transitions.pop();
+                    (la.max(self.t), Ev::Load(c))
+                }
+                (_, Some(_)) => {
+                    let At(at, _, ev) = self.heap.pop().expect("peeked");
+                    (at, ev)
+                }
+                (None, None) => return false,
             };
             self.events += 1;
             self.t = at;
             self.handle(ev);
+            // Checked every 2^16 events, so the check costs nothing.
+            if self.events % (1 << 16) == 0 {
+                self.runaway = self.ran_away();
+            }
         }
-        self.alive > 0
+        self.alive > 0 && self.runaway.is_none()
+    }
+
+    /// Why the run is not a result, if it is not: past its time limit,
+    /// its event budget, or moving a job more often than any kernel can
+    /// (each move is a scheduler decision on a tick or a wake-up; a model
+    /// that ping-pongs a job at no cost grows its moves list until memory
+    /// runs out: 24 GB in 8 minutes, ia64-4n with the CPU floating).
+    fn ran_away(&self) -> Option<String> {
+        if self.t > self.limit_ns {
+            return Some(format!(
+                "the jobs not done after {:.0} s simulated, a hundred times their work at \
+                 the slowest access",
+                self.t / 1e9
+            ));
+        }
+        if self.events > MAX_EVENTS {
+            return Some(format!(
+                "{} events without the jobs finishing ({:.3} s simulated)",
+                self.events,
+                self.t / 1e9
+            ));
+        }
+        let most = self.tasks.iter().map(|t| t.res.moves.len()).max()? as f64;
+        (most > RUNAWAY_MOVES_MIN && most > RUNAWAY_MOVES_PER_MS * self.t / 1e6).then(|| {
+            format!(
+                "{most} moves of one job in {:.3} ms simulated (a ping-pong no kernel makes)",
+                self.t / 1e6
+            )
+        })
     }
 
     pub fn result(self) -> JobsResult {
         JobsResult {
             wall_ns: self.t as u64,
             events: self.events,
+            runaway: self.runaway,
             jobs: self.tasks.into_iter().map(|t| t.res).collect(),
         }
     }
@@ -404,26 +534,18 @@ impl<'a> Multi<'a> {
             .count()
     }
 
-    fn schedule_load(&mut self, c: usize) {
-        let next = self.load.next_transition(c, self.lt(self.t)) - self.shift;
-        if next.is_finite() {
-            self.push(next, Ev::Load(c));
-        }
-    }
-
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::Load(c) => {
                 let busy = self.load.busy(c, self.lt(self.t) + 1e-6);
                 if busy != self.rqs[c].worker_busy {
-                    self.rqs[c].worker_busy = busy;
+                    self.set_rq(c, busy, 0);
                     if busy {
                         self.join(c, Ent::Worker);
                     } else {
                         self.leave(c, Ent::Worker);
                     }
                 }
-                self.schedule_load(c);
             }
             Ev::Slice(c, gen) => {
                 if gen == self.rqs[c].slice_gen {
@@ -444,139 +566,14 @@ impl<'a> Multi<'a> {
             Ev::NewIdle(c) => super::multi_lb::newidle(self, c),
             Ev::Tick => {
                 self.ticks += 1;
-                super::multi_lb::periodic(self, self.ticks as usize);
+                let mut order = std::mem::take(&mut self.order);
+                super::multi_lb::periodic(self, &mut order);
+                self.order = order;
                 let next = self.t + self.tick_ns;
                 self.push(next, Ev::Tick);
             }
             Ev::Scan(i) => self.numa_scan(i),
         }
-    }
-
-    /// Running tasks on the SMT siblings of `c` (their speed depends on
-    /// whether `c` runs anything).
-    fn sibling_tasks(&self, c: usize) -> Vec<usize> {
-        if self.p.cpu.smt_share >= 1.0 {
-            return Vec::new();
-        }
-        self.m.siblings[c]
-            .iter()
-            .filter_map(|&s| match self.rqs[s].curr {
-                Some(Ent::Task(j)) => Some(j),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn q_push(&mut self, c: usize, e: Ent) {
-        self.waiting += matches!(e, Ent::Task(_)) as usize;
-        self.rqs[c].queue.push_back(e);
-    }
-
-    fn q_pop(&mut self, c: usize) -> Option<Ent> {
-        let e = self.rqs[c].queue.pop_front();
-        self.waiting -= matches!(e, Some(Ent::Task(_))) as usize;
-        e
-    }
-
-    fn q_remove(&mut self, c: usize, e: Ent) {
-        let q = &mut self.rqs[c].queue;
-        let before = q.len();
-        q.retain(|&x| x != e);
-        if q.len() < before && matches!(e, Ent::Task(_)) {
-            self.waiting -= 1;
-        }
-    }
-
-    /// Makes `ent` the running entity of CPU `c` (None: idle); the caller
-    /// has put the old one where it goes.
-    fn set_curr(&mut self, c: usize, ent: Option<Ent>) {
-        let old = self.rqs[c].curr;
-        let sibs = if old.is_some() != ent.is_some() {
-            self.sibling_tasks(c)
-        } else {
-            Vec::new()
-        };
-        sibs.iter().for_each(|&j| self.settle(j));
-        if let Some(Ent::Task(o)) = old {
-            self.settle(o);
-            self.tasks[o].last_ran = self.t;
-        }
-        let rq = &mut self.rqs[c];
-        rq.curr = ent;
-        rq.picked_at = self.t;
-        rq.slice_gen += 1;
-        rq.slice_armed = false;
-        if let Some(Ent::Task(new)) = ent {
-            self.tasks[new].since = self.t;
-            self.schedule_done(new);
-        }
-        sibs.iter().for_each(|&j| self.schedule_done(j));
-        if !self.rqs[c].queue.is_empty() {
-            self.arm_slice(c, self.t + self.slice_ns);
-        }
-        if ent.is_none() {
-            self.idle_now(c);
-        }
-    }
-
-    fn arm_slice(&mut self, c: usize, at: f64) {
-        let rq = &mut self.rqs[c];
-        rq.slice_gen += 1;
-        rq.slice_armed = true;
-        let gen = rq.slice_gen;
-        self.push(at, Ev::Slice(c, gen));
-    }
-
-    /// `ent` becomes runnable on CPU `c`.
-    pub fn join(&mut self, c: usize, ent: Ent) {
-        if let Ent::Task(i) = ent {
-            self.rqs[c].probes += 1;
-            self.tasks[i].cpu = c;
-        }
-        if self.rqs[c].curr.is_none() {
-            self.set_curr(c, Some(ent));
-            return;
-        }
-        self.q_push(c, ent);
-        if !self.rqs[c].slice_armed {
-            // The running entity finishes the slice it is in.
-            let s = self.slice_ns;
-            let ran = (self.t - self.rqs[c].picked_at).max(0.0);
-            let at = self.rqs[c].picked_at + (super::load::floor(ran / s) + 1.0) * s;
-            self.arm_slice(c, at);
-        }
-    }
-
-    /// `ent` stops being runnable on CPU `c`.
-    pub fn leave(&mut self, c: usize, ent: Ent) {
-        if let Ent::Task(i) = ent {
-            self.settle(i);
-            self.rqs[c].probes -= 1;
-        }
-        if self.rqs[c].curr == Some(ent) {
-            let next = self.q_pop(c);
-            self.set_curr(c, next);
-        } else {
-            self.q_remove(c, ent);
-            if self.rqs[c].queue.is_empty() {
-                self.rqs[c].slice_gen += 1;
-                self.rqs[c].slice_armed = false;
-            }
-        }
-    }
-
-    /// CPU `c` just went idle: newly-idle balancing after the profile's
-    /// wake-up jitter (as the one-probe engine times it).
-    fn idle_now(&mut self, c: usize) {
-        // Nothing waits, nothing can be pulled; but while a group is flagged
-        // the attempt still matters, since ending balanced clears the flag.
-        if self.waiting == 0 && self.flagged == 0 {
-            return;
-        }
-        let k = super::load::floor(self.lt(self.t) / self.load.period_ns) as u64;
-        let u = hash3(self.spec.seed, c as u64, k);
-        let j = -self.p.kernel.wakeup_jitter_us * 1e3 * (1.0 - u).ln();
-        self.push(self.t + j, Ev::NewIdle(c));
     }
 
     /// Moves task `i` to CPU `to` now.
@@ -606,9 +603,17 @@ impl<'a> Multi<'a> {
     }
 }
 
+#[path = "multi_rq.rs"]
+mod rq;
+pub use rq::{IdleBits, Rq, SpanCount};
+
 #[path = "multi_task.rs"]
 mod task;
 
 #[cfg(test)]
 #[path = "multi_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "one_tests.rs"]
+mod one_tests;

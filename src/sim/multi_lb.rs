@@ -32,12 +32,13 @@
 //! machines' symmetric CPUs) are not modelled; exec placement takes the
 //! least loaded CPU of the node with the most idle CPUs.
 
-use super::balance::{self, sibling_imbalance, Kind};
-use super::engine::Cause;
+use super::balance::{self, sibling_imbalance, Kind, Moved};
 use super::groups::{busier, pelt_sums, Candidate, GroupStats, GroupType};
 use super::machine::{Domain, LevelKind};
 use super::multi::{Ent, Multi};
 use super::numa_move::adjust_numa_imbalance;
+use super::sample::Cause;
+use crate::analysis::schedstat::BalanceKind;
 
 /// A group's numbers, with its long-run load (in tasks).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,25 +143,18 @@ pub fn decide(
 }
 
 /// A span's numbers now.
+#[inline]
 pub fn stats(e: &Multi, span: usize) -> Stats {
-    let cpus = e.m.span(span);
-    let duty = e.load.busy_ns / e.load.period_ns;
-    let mut s = Stats {
+    let n = e.span_count[span];
+    Stats {
         g: GroupStats {
-            weight: cpus.len(),
-            cores: e.m.span_cores(span),
-            nr_running: 0,
-            idle_cpus: 0,
+            weight: n.weight,
+            cores: n.cores,
+            nr_running: n.nr_running,
+            idle_cpus: n.idle_cpus,
         },
-        load: 0.0,
-    };
-    for &c in cpus {
-        let nr = e.rqs[c].nr_running();
-        s.g.nr_running += nr;
-        s.g.idle_cpus += (nr == 0) as usize;
-        s.load += e.rqs[c].probes as f64 + duty;
+        load: n.probes as f64 + e.duty * n.weight as f64,
     }
-    s
 }
 
 /// The probes on CPU `c`, waiting ones in the order detach_tasks() meets
@@ -181,20 +175,16 @@ fn probes_on(e: &Multi, c: usize) -> Vec<usize> {
     w
 }
 
-/// should_we_balance() with this engine's idle CPUs.
+/// should_we_balance() with this engine's idle CPUs ([`super::multi::IdleBits`]).
 fn balancer(e: &Multi, smt_level: bool, g: usize) -> Option<usize> {
-    balance::group_balancer(e.m, g, smt_level, |c| e.rqs[c].nr_running() == 0)
+    e.idle.balancer(e.m, g, smt_level)
 }
 
 /// The PELT sums of a span ([`pelt_sums`]).
+#[inline]
 fn pelt(e: &Multi, span: usize) -> (f64, f64) {
-    let cpus = e.m.span(span);
-    let (probe_cpus, probes) = cpus.iter().fold((0, 0), |(pc, n), &c| {
-        let p = e.rqs[c].probes;
-        (pc + (p > 0) as usize, n + p)
-    });
-    let duty = e.load.busy_ns / e.load.period_ns;
-    pelt_sums(cpus.len(), duty, probe_cpus, probes)
+    let n = e.span_count[span];
+    pelt_sums(n.weight, e.duty, n.probe_cpus, n.probes)
 }
 
 /// out_balanced: the attempt found balance (or another CPU balances for
@@ -208,6 +198,28 @@ fn balanced(e: &mut Multi, x: usize, level: usize) -> bool {
     false
 }
 
+/// Moves job `i` to `x` for a balance attempt of `kind` at `level` of `x`'s
+/// domains, counting it where sched_balance_rq() and
+/// active_load_balance_cpu_stop() count it in /proc/schedstat. The latter
+/// balances as an idle CPU (its lb_env has `.idle = CPU_IDLE`), so
+/// detach_one_task() counts a push in `lb_gained[CPU_IDLE]` as well as in
+/// `alb_pushed`, whatever kind of attempt kicked it.
+pub fn count_move(e: &mut Multi, i: usize, x: usize, level: usize, kind: Kind, how: Moved) {
+    e.move_task(i, x, Cause::LoadBalance);
+    let c = &mut e.tasks[i].res.balance[level];
+    match how {
+        Moved::Pushed => {
+            c.alb_pushed += 1;
+            c.lb[BalanceKind::Idle as usize].gained += 1;
+        }
+        Moved::Pulled | Moved::PulledHot => {
+            let k = BalanceKind::from(kind) as usize;
+            c.lb[k].gained += 1;
+            c.lb[k].hot_gained += (how == Moved::PulledHot) as u64;
+        }
+    }
+}
+
 /// One balance attempt by CPU `x` at its domain `level`; true when it
 /// moved a probe.
 pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
@@ -215,6 +227,25 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     let dom = &e.m.domains[d];
     let lg = e.m.cpu_group[x][level];
     let smt_level = matches!(dom.kind, LevelKind::Smt);
+    // A core's other threads run one pinned worker each at most, and a
+    // group of one task is never the one balanced from: with no probe on
+    // the core the attempt ends balanced, whoever makes it (this is most
+    // attempts, so it is answered before any group is counted).
+    let probes = e.span_count[dom.span].probes;
+    if smt_level && probes == 0 {
+        return balanced(e, x, level);
+    }
+    // A newly-idle attempt where there is no probe to take changes nothing
+    // once the domain's failures are nil and no group can be flagged: it
+    // ends balanced (clearing what is already clear) or finds nothing to
+    // move (and newly-idle failures are not counted).
+    if kind == Kind::NewlyIdle
+        && probes == 0
+        && e.failed[x][level] == 0
+        && !e.p.kernel.group_imbalance
+    {
+        return false;
+    }
     if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
         return balanced(e, x, level);
     }
@@ -223,16 +254,9 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     // come from them.
     let groups = &dom.groups;
     let start = groups.iter().position(|&g| g == lg).unwrap_or(0);
-    let all: Vec<(usize, Stats)> = (0..groups.len())
-        .map(|k| groups[(start + k) % groups.len()])
-        .map(|g| (g, stats(e, g)))
-        .collect();
-    let (mut total, mut weight) = (0.0, 0usize);
-    for (_, s) in &all {
-        total += s.load;
-        weight += s.g.weight;
-    }
-    let sd_avg = total / weight.max(1) as f64;
+    let n = groups.len();
+    let local = stats(e, lg);
+    let (mut total, mut weight) = (local.load, local.g.weight);
     let candidate = |g: usize, s: &Stats| {
         let (util, runnable) = pelt(e, g);
         Candidate::new(
@@ -247,16 +271,23 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         .flagged(e.group_imbalance[g])
     };
     let mut best: Option<(usize, Stats, Candidate)> = None;
-    for &(g, s) in &all[1..] {
+    for k in 1..n {
+        let g = groups[(start + k) % n];
+        let s = stats(e, g);
+        total += s.load;
+        weight += s.g.weight;
+        if s.g.nr_running == 0 {
+            continue;
+        }
         let c = candidate(g, &s);
-        if c.g.nr_running > 0 && best.as_ref().is_none_or(|(_, _, b)| busier(&c, b)) {
+        if best.as_ref().is_none_or(|(_, _, b)| busier(&c, b)) {
             best = Some((g, s, c));
         }
     }
+    let sd_avg = total / weight.max(1) as f64;
     let Some((bg, busiest, bc)) = best else {
         return balanced(e, x, level);
     };
-    let local = all[0].1;
     // Only a flagged local group is classified again (its PELT sums decide
     // whether it is overloaded instead).
     let local_imbalanced =
@@ -286,17 +317,18 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
-    let src =
-        e.m.span(bg)
-            .iter()
-            .copied()
-            .filter(|&c| probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
-            .max_by(|&a, &b| {
-                e.rqs[a]
-                    .nr_running()
-                    .cmp(&e.rqs[b].nr_running())
-                    .then(b.cmp(&a))
-            });
+    let src = e
+        .m
+        .span(bg)
+        .iter()
+        .copied()
+        .filter(|&c| e.rqs[c].probes > 0 && probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
+        .max_by(|&a, &b| {
+            e.rqs[a]
+                .nr_running()
+                .cmp(&e.rqs[b].nr_running())
+                .then(b.cmp(&a))
+        });
     let Some(src) = src else {
         if let Imbalance::Util(_) = imb {
             // It skips CPUs of one task: no busiest CPU, out_balanced.
@@ -361,7 +393,8 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
                 continue;
             }
         }
-        e.move_task(i, x, Cause::LoadBalance);
+        let how = if hot { Moved::PulledHot } else { Moved::Pulled };
+        count_move(e, i, x, level, kind, how);
         moved += 1;
         left -= 1.0;
         if left <= 0.0 || (kind != Kind::Busy && e.rqs[src].nr_running() <= 1) {
@@ -387,7 +420,7 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     if let (Imbalance::Tasks(_), Some(i)) = (imb, active_candidate) {
         if e.failed[x][level] > nice + 2 {
             e.failed[x][level] = 0;
-            e.move_task(i, x, Cause::LoadBalance);
+            count_move(e, i, x, level, kind, Moved::Pushed);
             return true;
         }
     }
@@ -403,12 +436,12 @@ pub fn newidle(e: &mut Multi, x: usize) {
     }
     // The kernel skips it while avg_idle is below the domain's
     // max_newidle_lb_cost (microseconds on hardware; migration_cost_ns only
-    // caps avg_idle from below): the model takes that cost as nil, as the
-    // one-probe engine does (its NewIdle handler).
+    // caps avg_idle from below): the model takes that cost as nil, so any
+    // idle period opens the gate.
     for level in 0..e.m.cpu_domains[x].len() {
         let pulled = if e.p.kernel.ni_random {
-            // As the one-probe engine: every idle period made a call; all
-            // but the simulated ones found nothing to pull.
+            // Every idle period made a call; all but the simulated ones
+            // found nothing to pull.
             let period = e.load.period_ns;
             let lt = e.lt(e.t);
             let u = e.rng.below(1024) as u32;
@@ -432,31 +465,51 @@ pub fn newidle(e: &mut Multi, x: usize) {
     }
 }
 
-/// One tick of periodic balancing: every CPU whose domains are due, busy
-/// ones at busy_factor (16) times the interval, idle ones (balanced by the
-/// nohz idle balancer) at the interval; from CPU `rot` on, wrapping.
-pub fn periodic(e: &mut Multi, rot: usize) {
+/// One tick of periodic balancing, in the kernel's order: each busy CPU
+/// from its own tick (sched_balance_trigger, in CPU order here, as the
+/// ticks are simultaneous), then the nohz idle balancer, kicked from a busy
+/// CPU's tick (any LLC with two busy CPUs kicks it, so with a load it runs
+/// whenever an idle CPU is due), which is the first idle CPU and balances
+/// every idle CPU from the one after it, wrapping, itself last
+/// (_nohz_idle_balance's for_each_cpu_wrap). A CPU balances each domain
+/// whose interval has passed, busy ones at busy_factor (16) times it.
+pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
     let n = e.m.len();
-    let tick = 1e9 / e.p.kernel.hz as f64;
-    for k in 0..n {
-        let c = (rot + k) % n;
-        let kind = if e.rqs[c].nr_running() == 0 {
+    order.clear();
+    order.extend((0..n).filter(|&c| e.rqs[c].nr_running() > 0));
+    let busy = order.len();
+    if let Some(ilb) = (0..n).find(|&c| e.rqs[c].nr_running() == 0) {
+        order.extend(
+            (ilb + 1..n)
+                .chain(0..=ilb)
+                .filter(|&c| e.rqs[c].nr_running() == 0),
+        );
+    }
+    for (k, &c) in order.iter().enumerate() {
+        let kind = if k >= busy && e.rqs[c].nr_running() == 0 {
             Kind::Idle
         } else {
             Kind::Busy
         };
+        let state = (kind == Kind::Busy) as usize;
         for level in 0..e.m.cpu_domains[c].len() {
             // rebalance_domains(): due when the interval for the CPU's
             // state now (busy_factor times longer while busy) has passed
             // since the domain was last balanced.
             let d = e.m.cpu_domains[c][level];
-            let factor = if kind == Kind::Busy { 16.0 } else { 1.0 };
-            let iv = e.m.domains[d].balance_interval_ns(tick, factor);
+            let iv = e.interval_ns[d][state][e.relaxed[c][level] as usize];
             if e.t < e.last_balance[c][level] + iv {
                 continue;
             }
             e.last_balance[c][level] = e.t;
-            if try_balance(e, c, level, kind) {
+            let moved = try_balance(e, c, level, kind);
+            // Balanced (or given up on a pinned running task past the
+            // active balancer's threshold: out_one_pinned), the domain's
+            // interval doubles; unbalanced, it is back to its minimum.
+            let failed = e.failed[c][level];
+            let nice = e.m.domains[d].cache_nice_tries;
+            e.relaxed[c][level] = !moved && (failed == 0 || failed > nice + 2);
+            if moved {
                 break;
             }
         }
@@ -490,15 +543,6 @@ pub fn exec_place(e: &mut Multi, i: usize) {
     let start = cands[e.rng.below(cands.len())];
     e.start(i, start);
     if !e.tasks[i].allowed[start] {
-        // __set_cpus_allowed_ptr(): any allowed CPU, idle ones first.
-        let allowed: Vec<usize> = (0..e.m.len()).filter(|&c| e.tasks[i].allowed[c]).collect();
-        let idle: Vec<usize> = allowed
-            .iter()
-            .copied()
-            .filter(|&c| e.rqs[c].nr_running() == 0)
-            .collect();
-        let pool = if idle.is_empty() { &allowed } else { &idle };
-        let to = pool[e.rng.below(pool.len())];
-        e.move_task(i, to, Cause::Affinity);
+        e.bind_move(i);
     }
 }

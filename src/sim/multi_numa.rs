@@ -1,13 +1,13 @@
-//! task_numa_migrate() for the jobs engine: [`numa_move`] reads the
+//! task_numa_migrate() for the engine: [`numa_move`] reads the
 //! machine through a view of the runqueues as they are now (a CPU's
 //! running entity, what is queued on each node), so a job moves to an idle
 //! CPU of its preferred node only where that keeps the nodes balanced,
 //! swaps with a job running there (only on a busy node, and only for a
 //! real gain), tries the other nodes when neither works, or sticks.
 
-use super::engine::Cause;
 use super::multi::{Ent, Multi};
 use super::numa_move::{self, Choice, Curr, NodeStats, NumaView, SwapCandidate};
+use super::sample::Cause;
 
 /// NUMA balancing wants job `i` on node `target`.
 pub fn numa_migrate(e: &mut Multi, i: usize, target: usize) {

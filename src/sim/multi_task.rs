@@ -1,4 +1,4 @@
-//! A job's own progress in the several-probe engine: its speed on its CPU
+//! A probe's own progress in the engine: its speed on its CPU
 //! (the cache model for where its pages are, its SMT sibling), phases,
 //! cache refills after moves, first-touch placement, NUMA scans and exit.
 //! A child module of [`super`], so it shares the engine's private state.
@@ -43,7 +43,7 @@ impl Multi<'_> {
         let lines = crate::sim::cold::lines_per_unit(warm_up, self.spec.page_bytes);
         task.cold.advance(v * dt, lines);
         if let Phase::Loop(_) = task.phase {
-            task.res.run_ns_loop += dt as u64;
+            task.res.run_ns_loop[task.cpu] += dt as u64;
         }
         task.since = t;
         if task.phase == Phase::WarmUp {
@@ -78,8 +78,7 @@ impl Multi<'_> {
     }
 
     /// Charges the misses task `i`'s cold caches have cost since last
-    /// charged ([`crate::sim::cold`], as the one-probe engine charges
-    /// them), in its loop only. Returns the ns added.
+    /// charged ([`crate::sim::cold`]), in its loop only. Returns the ns added.
     pub(super) fn pay_cold(&mut self, i: usize) -> f64 {
         let task = &mut self.tasks[i];
         if !matches!(task.phase, Phase::Loop(_)) {
@@ -148,6 +147,17 @@ impl Multi<'_> {
                 let task = &mut self.tasks[i];
                 let dram = task.dram_ns[self.m.node[task.cpu]];
                 task.cold.forgive(self.p, self.spec.buffer_bytes, dram);
+                task.res.loop_start_ns = t as u64;
+                task.phase_start = t;
+                task.work_left = self.spec.accesses_per_iteration as f64;
+                if self.spec.jobs[i].touch_first {
+                    // After the loop's work is set, so the move's refill
+                    // is owed by the loop.
+                    self.bind_after_touch(i);
+                }
+                self.tasks[i].res.loop_start_cpu = Some(self.tasks[i].cpu);
+                self.schedule_done(i);
+                return;
             }
             Phase::Loop(k) => {
                 // The refill owed for the pass's accesses is part of it.
@@ -176,12 +186,44 @@ impl Multi<'_> {
         }
     }
 
+    /// `--first-touch start`: the buffer touched, job `i` binds to its
+    /// CPUs, moving off the one it is on if it must (__set_cpus_allowed_ptr:
+    /// any allowed CPU, idle ones first).
+    fn bind_after_touch(&mut self, i: usize) {
+        let allowed = &self.spec.jobs[i].allowed;
+        let task = &mut self.tasks[i];
+        task.allowed = vec![false; self.m.len()];
+        allowed.iter().for_each(|&c| task.allowed[c] = true);
+        if !task.allowed[task.cpu] {
+            self.bind_move(i);
+        }
+    }
+
+    /// Moves job `i` off a CPU it may no longer use: to any allowed CPU,
+    /// idle ones first (__set_cpus_allowed_ptr).
+    pub fn bind_move(&mut self, i: usize) {
+        let allowed: Vec<usize> = (0..self.m.len())
+            .filter(|&c| self.tasks[i].allowed[c])
+            .collect();
+        let idle: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&c| self.rqs[c].nr_running() == 0)
+            .collect();
+        let pool = if idle.is_empty() { &allowed } else { &idle };
+        let to = pool[self.rng.below(pool.len())];
+        self.move_task(i, to, crate::sim::sample::Cause::Affinity);
+    }
+
     pub(super) fn exit(&mut self, i: usize) {
         let c = self.tasks[i].cpu;
         let task = &mut self.tasks[i];
         task.res.end_ns = self.t as u64;
         task.res.end_cpu = c;
         task.res.numa_pages_migrated = task.numa.pages_migrated;
+        task.res.numa_scan_seq = task.numa.scan_seq;
+        task.res.numa_faults = task.numa.faults().to_vec();
+        task.res.pages_at_end = task.numa.buffer_pages_per_node().to_vec();
         task.res.total_numa_faults = task.numa.total_faults;
         task.res.preferred = task.numa.preferred;
         self.alive -= 1;

@@ -29,6 +29,7 @@ fn spec(jobs: Vec<Job>, nb: bool, seed: u64) -> JobsSpec {
         accesses_per_iteration: 1 << 19,
         iterations: 3,
         seed,
+        noise_seed: seed,
     }
 }
 
@@ -38,12 +39,13 @@ fn float_jobs(m: &Machine, n: usize) -> Vec<Job> {
             allowed: (0..m.len()).collect(),
             mem: MemPolicy::Float,
             forced: None,
+            touch_first: false,
         })
         .collect()
 }
 
 fn run(m: &Machine, p: &Profile, load: f64, s: &JobsSpec) -> JobsResult {
-    let lm = LoadModel::new(m, load, PERIOD, m.span_count());
+    let lm = LoadModel::new(m, load, PERIOD);
     Multi::new(m, p, &lm, s).run()
 }
 
@@ -116,6 +118,7 @@ fn pinned_jobs_never_leave_their_cpus_under_load_and_numa_balancing() {
             allowed: node1.clone(),
             mem: MemPolicy::Bind(0),
             forced: None,
+            touch_first: false,
         })
         .collect();
     let s = spec(jobs, true, 5);
@@ -238,20 +241,29 @@ fn a_cpu_busy_when_its_domain_came_due_balances_at_the_idle_interval_once_idle()
     // at each tick from the last balance.
     let m = machine("xeon-8167m-2n");
     let p = Profile::load("xeon-8167m").unwrap();
-    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
     let s = spec(Vec::new(), false, 1);
     let mut e = Multi::new(&m, &p, &lm, &s);
     let mc = 1; // the LLC level of a CPU of this machine (SMT, MC, NUMA)
     e.t = 1e9;
-    e.rqs[0].worker_busy = true;
+    e.set_rq(0, true, 0);
     e.rqs[0].curr = Some(Ent::Worker);
-    crate::sim::multi_lb::periodic(&mut e, 0);
+    crate::sim::multi_lb::periodic(&mut e, &mut Vec::new());
     assert_eq!(e.last_balance[0][mc], 1e9);
-    e.rqs[0].worker_busy = false;
+    // That attempt found balance, so the interval doubled
+    // (sched_balance_rq()'s out_balanced: up to max_interval).
+    assert!(e.relaxed[0][mc]);
+    e.set_rq(0, false, 0);
     e.rqs[0].curr = None;
     let iv = m.domains[m.cpu_domains[0][mc]].interval_ns as f64;
     e.t = 1e9 + iv + 4e6;
-    crate::sim::multi_lb::periodic(&mut e, 0);
+    crate::sim::multi_lb::periodic(&mut e, &mut Vec::new());
+    assert_eq!(
+        e.last_balance[0][mc], 1e9,
+        "not due before twice the interval"
+    );
+    e.t = 1e9 + 2.0 * iv + 4e6;
+    crate::sim::multi_lb::periodic(&mut e, &mut Vec::new());
     assert_eq!(e.last_balance[0][mc], e.t, "due at the idle interval");
 }
 
@@ -262,7 +274,7 @@ fn the_waiting_count_is_the_probes_queued_behind_others() {
     // runs with sharing, moves, NUMA balancing and exits.
     let m = machine("xeon-8167m-2n");
     let p = Profile::load("xeon-8167m").unwrap();
-    let lm = LoadModel::new(&m, 60.0, PERIOD, m.span_count());
+    let lm = LoadModel::new(&m, 60.0, PERIOD);
     for seed in 1..4 {
         let s = spec(float_jobs(&m, 150), true, seed);
         let mut e = Multi::new(&m, &p, &lm, &s);
@@ -293,11 +305,11 @@ fn a_probe_left_behind_its_pinned_worker_flags_the_group_above_until_a_balanced_
     let mut p = Profile::load("xeon-8167m").unwrap();
     assert!(!p.kernel.group_imbalance, "off by default");
     p.kernel.group_imbalance = true;
-    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
     let s = spec(float_jobs(&m, 1), false, 1);
     let mut e = Multi::new(&m, &p, &lm, &s);
     let busy = |e: &mut Multi, c: usize| {
-        e.rqs[c].worker_busy = true;
+        e.set_rq(c, true, 0);
         e.join(c, Ent::Worker);
     };
     // CPU 0 runs the probe with its worker queued; x is its SMT sibling
@@ -347,14 +359,14 @@ fn a_probe_just_preempted_is_not_cache_hot_for_its_smt_sibling() {
     // sim used to call it hot at every level.
     let m = machine("xeon-8167m-2n");
     let p = Profile::load("xeon-8167m").unwrap();
-    let lm = LoadModel::new(&m, 0.0, PERIOD, m.span_count());
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
     let s = spec(float_jobs(&m, 1), false, 1);
     let (smt, mc) = (0, 1);
     let (x, y) = (m.siblings[0][0], 2);
     let mut e = Multi::new(&m, &p, &lm, &s);
     e.t = 1e9;
     e.start(0, 0);
-    e.rqs[0].worker_busy = true;
+    e.set_rq(0, true, 0);
     e.join(0, Ent::Worker);
     // The worker's turn: the probe waits, having run until now.
     e.leave(0, Ent::Task(0));
@@ -382,4 +394,143 @@ fn task_hot_follows_the_kernels_order() {
     assert!(!task_hot(LevelKind::Mc, 500_000.0, 500_000.0));
     assert!(task_hot(LevelKind::Numa(21), 1e12, -1.0));
     assert!(!task_hot(LevelKind::Pkg, 0.0, 0.0));
+}
+
+/// A domain of `kind` for decide(), its other fields as sd_init() sets them.
+fn domain(
+    kind: crate::sim::machine::LevelKind,
+    prefer_sibling: bool,
+    imb_numa_nr: u32,
+) -> crate::sim::machine::Domain {
+    crate::sim::machine::Domain {
+        kind,
+        span: 0,
+        groups: Vec::new(),
+        weight: 0,
+        imbalance_pct: 117,
+        cache_nice_tries: 1,
+        prefer_sibling,
+        imb_numa_nr,
+        interval_ns: 1_000_000,
+    }
+}
+
+fn g(weight: usize, cores: usize, nr: usize, idle: usize) -> Stats {
+    Stats {
+        g: GroupStats {
+            weight,
+            cores,
+            nr_running: nr,
+            idle_cpus: idle,
+        },
+        load: nr as f64,
+    }
+}
+
+#[test]
+fn idle_cpus_pull_only_what_calculate_imbalance_gives() {
+    use crate::sim::machine::LevelKind;
+    let pulls = |l: Stats, b: Stats, dom: &crate::sim::machine::Domain| {
+        decide(&l, &b, 0.5, dom, Kind::Idle).is_some()
+    };
+    // SMT level: groups are single CPUs; the probe's CPU has two tasks.
+    let smt = domain(LevelKind::Smt, false, 0);
+    assert!(pulls(g(1, 1, 0, 1), g(1, 1, 2, 0), &smt));
+    assert!(!pulls(g(1, 1, 0, 1), g(1, 1, 1, 0), &smt), "one task stays");
+    // MC level of an SMT machine: a core pulls only when idle as a whole.
+    let mc = domain(LevelKind::Mc, true, 0);
+    assert!(pulls(g(2, 1, 0, 2), g(2, 1, 2, 1), &mc));
+    assert!(!pulls(g(2, 1, 1, 1), g(2, 1, 2, 1), &mc));
+    // Two nodes of 52 CPUs, prefer_sibling from the LLC child: two more
+    // runnable tasks move one; a lightly loaded destination keeps a small
+    // imbalance (adjust_numa_imbalance).
+    let numa = domain(LevelKind::Numa(21), true, 2);
+    assert!(!pulls(g(52, 26, 30, 22), g(52, 26, 31, 21), &numa));
+    assert!(pulls(g(52, 26, 29, 23), g(52, 26, 31, 21), &numa));
+    assert!(!pulls(g(52, 26, 0, 52), g(52, 26, 2, 51), &numa));
+    // An upper NUMA level (no prefer_sibling) evens idle CPUs.
+    let upper = domain(LevelKind::Numa(32), false, 4);
+    assert!(!pulls(g(64, 32, 38, 26), g(64, 32, 39, 25), &upper));
+    assert!(pulls(g(64, 32, 35, 29), g(64, 32, 39, 25), &upper));
+}
+
+/// The engine's counts (per span, and the idle bits) against the
+/// runqueues they are kept from, recounted.
+fn check_counts(e: &Multi) {
+    for g in 0..e.m.span_count() {
+        let cpus = e.m.span(g);
+        let n = e.span_count[g];
+        let nr: usize = cpus.iter().map(|&c| e.rqs[c].nr_running()).sum();
+        let idle = cpus.iter().filter(|&&c| e.rqs[c].nr_running() == 0).count();
+        let probes: usize = cpus.iter().map(|&c| e.rqs[c].probes).sum();
+        let probe_cpus = cpus.iter().filter(|&&c| e.rqs[c].probes > 0).count();
+        assert_eq!(
+            (n.nr_running, n.idle_cpus, n.probes, n.probe_cpus),
+            (nr, idle, probes, probe_cpus),
+            "span {g} at {}",
+            e.t
+        );
+        for smt in [false, true] {
+            let want =
+                crate::sim::balance::group_balancer(e.m, g, smt, |c| e.rqs[c].nr_running() == 0);
+            assert_eq!(e.idle.balancer(e.m, g, smt), want, "span {g} smt {smt}");
+        }
+    }
+}
+
+#[test]
+fn span_counts_and_idle_bits_follow_the_runqueues() {
+    // They are kept incrementally (a balance attempt reads them instead of
+    // walking its groups' CPUs); recounted from the runqueues after every
+    // event, they must agree, and should_we_balance()'s CPU from the bits
+    // must be the one the walk finds.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 60.0, PERIOD);
+    let s = spec(float_jobs(&m, 12), true, 2);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    e.begin();
+    check_counts(&e);
+    let mut steps = 0;
+    let mut moves = 0;
+    while e.advance(1) {
+        steps += 1;
+        let now: usize = e.tasks.iter().map(|t| t.res.moves.len()).sum();
+        if now != moves || steps % 7 == 0 {
+            check_counts(&e);
+        }
+        moves = now;
+    }
+    check_counts(&e);
+    assert!(steps > 500 && moves > 20, "{steps} events, {moves} moves");
+}
+
+#[test]
+fn a_waker_waits_for_the_first_tick_past_the_running_tasks_deadline() {
+    // 6.12's EEVDF with equal weights and no lag: the running entity keeps
+    // the CPU until update_curr() at a tick finds its deadline (its pick
+    // plus the base slice) passed; one that arrives after the deadline has
+    // passed (renewed on the spot, unprotected, tied) runs at once.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
+    let s = spec(float_jobs(&m, 1), false, 1);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    let (tick, b) = (e.tick_ns, e.slice_ns);
+    assert!(b < tick, "HZ=250: the base slice (3 ms) is under a tick");
+    e.rqs[0].picked_at = 10.5 * tick;
+    // Before the deadline: to the first tick after it.
+    e.t = 10.5 * tick + 0.25 * b;
+    let first = ((10.5 * tick + b) / tick).ceil() * tick;
+    assert_eq!(e.eevdf_switch(0), first);
+    // Between the deadline and that tick: at once.
+    e.t = 10.5 * tick + b + 1.0;
+    assert!(e.t < first);
+    assert_eq!(e.eevdf_switch(0), e.t);
+    // Later, renewed at every tick (a slice under a tick): before the
+    // renewed deadline, to the next tick; past it, at once.
+    e.t = first + 5.0 * tick + 0.5 * b;
+    assert_eq!(e.eevdf_switch(0), first + 6.0 * tick);
+    e.t = first + 5.0 * tick + b + 1.0;
+    assert_eq!(e.eevdf_switch(0), e.t);
 }

@@ -1,8 +1,8 @@
 //! What one simulated sample is asked ([`SampleSpec`]) and what it gives
 //! ([`SampleResult`]: the probe's moves with their causes, its time per
 //! CPU, its pages, NUMA balancing's and the load balancer's counts), shared
-//! by the engine that runs it ([`super::engine`]) and the backend that
-//! turns it into records.
+//! by the engine that runs it ([`super::one`]) and the backend that turns
+//! it into records.
 
 use super::numa::{MemPolicy, NumaKnobs};
 use crate::load::LoadPolicy;
@@ -84,7 +84,7 @@ pub struct SampleResult {
     pub stick_numa: u64,
     pub events: u64,
     /// Set when the engine stopped the sample short because the model ran
-    /// away (see `engine::RUNAWAY_MOVES_PER_MS`): the result is not one,
+    /// away (see `multi::RUNAWAY_MOVES_PER_MS`): the result is not one,
     /// and the caller fails the run with this reason.
     pub runaway: Option<String>,
     /// The probe's load-balancing moves per domain level of the CPU that

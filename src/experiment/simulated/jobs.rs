@@ -114,12 +114,12 @@ pub(super) fn run(
             allowed,
             mem,
             forced,
+            touch_first: !s.probe.first_touch.is_placed(),
         });
     }
     let period = load.period_ms * 1e6;
-    let spans = m.span_count();
     let model =
-        crate::sim::load::LoadModel::shaped(m, load.percent, period, load.phases, load.seed, spans);
+        crate::sim::load::LoadModel::shaped(m, load.percent, period, load.phases, load.seed);
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
@@ -138,8 +138,12 @@ pub(super) fn run(
         accesses_per_iteration: s.probe.pattern.accesses_per_pass(s.probe.size.bytes()),
         iterations: s.probe.counts,
         seed: s.seed,
+        noise_seed: s.seed,
     };
     let res = Multi::new(m, profile, &model, &spec).run();
+    if let Some(why) = &res.runaway {
+        anyhow::bail!("the simulation ran away, a model bug, not a result: {why}");
+    }
     let rows: Vec<Job> = res
         .jobs
         .iter()
@@ -245,8 +249,8 @@ fn job_row(topo: &Topology, m: &Machine, i: usize, r: &JobResult, home: Option<u
         home_node: home,
         cpu_time: Some(crate::probe::record::CpuTime {
             source: "sim".into(),
-            run_ns: r.run_ns_loop.min(loop_ns),
-            wait_ns: loop_ns.saturating_sub(r.run_ns_loop),
+            run_ns: r.run_ns_loop.iter().sum::<u64>().min(loop_ns),
+            wait_ns: loop_ns.saturating_sub(r.run_ns_loop.iter().sum()),
             timeslices: None,
         }),
         sched: None,

@@ -1,10 +1,13 @@
-//! The engine on cases with a known answer.
+//! One probe through the engine (`run --backend sim`'s samples), on cases
+//! with a known answer.
 
 use super::*;
 use crate::sim::cold::Level;
 use crate::sim::numa::{MemPolicy, NumaKnobs};
-use crate::sim::{load::LoadModel, Machine, Profile};
+use crate::sim::one::{jobs_spec, sample};
+use crate::sim::{load::LoadModel, Machine, Profile, SampleSpec};
 use crate::topology::presets;
+use crate::topology::Relation;
 
 fn spec(m: &Machine, allowed: Vec<usize>, mem: MemPolicy, load: f64, seed: u64) -> SampleSpec {
     let _ = m;
@@ -32,10 +35,10 @@ fn spec(m: &Machine, allowed: Vec<usize>, mem: MemPolicy, load: f64, seed: u64) 
 fn alone_the_probe_runs_at_the_cost_models_speed() {
     let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
     let p = Profile::load("xeon-8167m").unwrap();
-    let load = LoadModel::new(&m, 0.0, 20_618_000.0, m.span_count());
+    let load = LoadModel::new(&m, 0.0, 20_618_000.0);
     let node1 = m.node_cpus[1].clone();
     let s = spec(&m, node1, MemPolicy::Bind(0), 0.0, 7);
-    let r = Engine::new(&m, &p, &load, &s).run();
+    let r = sample(&m, &p, &load, &s);
     // No load: nothing but (maybe) the affinity move at start.
     assert!(
         r.moves.iter().all(|mv| mv.cause == Cause::Affinity),
@@ -60,10 +63,10 @@ fn alone_the_probe_runs_at_the_cost_models_speed() {
 fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
     let m = Machine::new(&presets::find("epyc-7551-8n").unwrap().topology()).unwrap();
     let p = Profile::load("epyc-7551").unwrap();
-    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0);
     let node0 = m.node_cpus[0].clone();
     let s = spec(&m, node0.clone(), MemPolicy::Bind(0), 60.0, 3);
-    let r = Engine::new(&m, &p, &load, &s).run();
+    let r = sample(&m, &p, &load, &s);
     assert!(r.moves.len() > 10, "60% load moves it");
     for mv in r.moves.iter().skip(1) {
         assert!(node0.contains(&mv.to), "{mv:?} leaves the allowed CPUs");
@@ -76,9 +79,9 @@ fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
         "{run} of {loop_ns}"
     );
     // The same seed gives the same sample; another seed another one.
-    let again = Engine::new(&m, &p, &load, &s).run();
+    let again = sample(&m, &p, &load, &s);
     assert_eq!(again.moves, r.moves);
-    let other = Engine::new(
+    let other = sample(
         &m,
         &p,
         &load,
@@ -86,8 +89,7 @@ fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
             seed: 4,
             ..s.clone()
         },
-    )
-    .run();
+    );
     assert_ne!(other.moves, r.moves);
 }
 
@@ -101,7 +103,7 @@ fn under_load_a_floating_probe_moves_only_to_allowed_cpus_and_time_adds_up() {
 fn numa_balancing_joins_the_preferred_node_only_when_the_nodes_stay_balanced() {
     let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
     let p = Profile::load("xeon-8167m").unwrap();
-    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0);
     let (mut moves, mut sticks) = (0, 0);
     for seed in 1..=6 {
         // Floating, memory bound to node 0 (the buffer only, so the stack
@@ -115,9 +117,10 @@ fn numa_balancing_joins_the_preferred_node_only_when_the_nodes_stay_balanced() {
             iterations: 100,
             ..spec(&m, (0..m.len()).collect(), MemPolicy::Bind(0), 60.0, seed)
         };
-        let e = Engine::new(&m, &p, &load, &s);
+        let js = jobs_spec(&s);
+        let e = Multi::new(&m, &p, &load, &js);
         let shift = e.shift;
-        let r = e.run();
+        let r = e.run().jobs.remove(0);
         sticks += r.stick_numa;
         let busy = |node: usize, t: f64| {
             let lt = t + shift;
@@ -152,23 +155,25 @@ fn numa_balancing_joins_the_preferred_node_only_when_the_nodes_stay_balanced() {
 
 #[test]
 fn the_smt_siblings_idle_start_makes_a_newly_idle_balance() {
-    // The bug: with smt_share < 1 the engine also steps at the sibling's
-    // load transitions, and that step, at the very instant of the sibling's
-    // idle start, made the search for the next idle start skip it: the
-    // sibling never balanced newly idle, and only the idle balancer's next
-    // tick (4 ms at HZ 250) took the waiting probe. Newly idle, the sibling
-    // takes it within its wake-up jitter (20 us on this profile); the rest
-    // start waiting with the sibling already idle, for the next tick.
+    // The bug (in the one-probe engine this engine replaced): with
+    // smt_share < 1 it also stepped at the sibling's load transitions, and
+    // that step, at the very instant of the sibling's idle start, made the
+    // search for the next idle start skip it: the sibling never balanced
+    // newly idle, and only the idle balancer's next tick (4 ms at HZ 250)
+    // took the waiting probe. Newly idle, the sibling takes it within its
+    // wake-up jitter (20 us on this profile); the rest start waiting with
+    // the sibling already idle, for the next tick.
     let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
     let p = Profile::load("xeon-8167m").unwrap();
     assert!(p.cpu.smt_share < 1.0);
-    let load = LoadModel::new(&m, 60.0, 20_618_000.0, m.span_count());
+    let load = LoadModel::new(&m, 60.0, 20_618_000.0);
     let core = vec![0, m.siblings[0][0]];
     let mut s = spec(&m, core, MemPolicy::Bind(0), 60.0, 5);
     s.iterations = 20;
-    let e = Engine::new(&m, &p, &load, &s);
+    let js = jobs_spec(&s);
+    let e = Multi::new(&m, &p, &load, &js);
     let shift = e.shift;
-    let r = e.run();
+    let r = e.run().jobs.remove(0);
     let moves: Vec<_> = r
         .moves
         .iter()
@@ -201,31 +206,32 @@ fn the_smt_siblings_idle_start_makes_a_newly_idle_balance() {
 fn loop_ns_after_moves(moves: usize) -> (f64, f64) {
     let m = Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap();
     let p = Profile::load("xeon-8167m").unwrap();
-    let load = LoadModel::new(&m, 0.0, 20_618_000.0, m.span_count());
+    let load = LoadModel::new(&m, 0.0, 20_618_000.0);
     let all: Vec<usize> = (0..m.len()).collect();
     let mut s = spec(&m, all, MemPolicy::Bind(0), 0.0, 3);
     s.buffer_bytes = 32 << 20;
     let (a, b) = (m.node_cpus[0][0], m.node_cpus[1][0]);
-    let mut e = Engine::new(&m, &p, &load, &s);
-    while matches!(e.phase, Phase::WarmUp) {
-        e.step();
+    let js = jobs_spec(&s);
+    let mut e = Multi::new(&m, &p, &load, &js);
+    e.begin();
+    while e.tasks[0].phase == Phase::WarmUp {
+        e.advance(1);
     }
-    e.move_to(a, Cause::LoadBalance);
+    e.move_task(0, a, Cause::LoadBalance);
     for i in 0..moves {
-        e.move_to(if i % 2 == 0 { b } else { a }, Cause::LoadBalance);
+        e.move_task(0, if i % 2 == 0 { b } else { a }, Cause::LoadBalance);
     }
-    assert_eq!(m.node[e.cur], 1);
+    assert_eq!(m.node[e.tasks[0].cpu], 1);
     let mut guard = 0;
-    while !matches!(e.phase, Phase::Done) {
-        e.step();
+    while e.advance(1) {
         guard += 1;
         assert!(
             guard < 100_000,
             "the loop never ends: {} work left",
-            e.work_left
+            e.tasks[0].work_left
         );
     }
-    let loop_ns: u64 = e.res.iterations_ns.iter().sum();
+    let loop_ns: u64 = e.tasks[0].res.iterations_ns.iter().sum();
     let accesses = s.accesses_per_iteration as f64 * f64::from(s.iterations);
     (loop_ns as f64, accesses)
 }
