@@ -2,8 +2,8 @@
 # The simulator against the kernel (issue #10): the same experiments traced
 # in QEMU lab guests and run by `--backend sim` on the guest's topology with
 # the lab-tcg profile, side by side, with the agreement checks of
-# bench/sim_vs_lab.rs (the run engine on the 4node-smt, 2node and
-# 8node-dl980 guests) and bench/sim_vs_lab_jobs.rs (the jobs engine on the
+# bench/sim_vs_lab.rs (one probe, run's samples, on the 4node-smt, 2node and
+# 8node-dl980 guests) and bench/sim_vs_lab_jobs.rs (several, jobs, on the
 # 2node guest under multi-threaded TCG). They print the tables
 # docs/sim-validation.md quotes. Run it before a change to the simulator's
 # model (src/sim/, profiles/) lands, and quote what it printed in the note.
@@ -55,11 +55,11 @@ run sim_vs_lab --skip 4node_smt >"$tmp/rest.log" 2>&1 || rc=$?
 wait "$smt" || rc=$?
 smt=
 cat "$tmp/smt.log" "$tmp/rest.log"
-echo "bench: run engine against the lab: $(($(date +%s) - start)) s"
+echo "bench: run's samples against the lab: $(($(date +%s) - start)) s"
 
 # Alone: its multi-threaded TCG guest takes every host core.
 jobs_start=$(date +%s)
 run sim_vs_lab_jobs || rc=$?
-echo "bench: jobs engine against the lab: $(($(date +%s) - jobs_start)) s"
+echo "bench: jobs against the lab: $(($(date +%s) - jobs_start)) s"
 echo "bench: done in $(($(date +%s) - start)) s, exit $rc"
 exit "$rc"

@@ -1,4 +1,4 @@
-//! The several-probe engine (`jobs --backend sim`) against a real kernel
+//! Several probes (`jobs --backend sim`) against a real kernel
 //! (issue #10): `numalab jobs 2 --load 50 --size 8M --counts 3` twelve times
 //! in the `2node` guest (2 nodes x 2 CPUs, the host's Debian kernel, NUMA
 //! balancing on, traced), and the sim sixteen times (seeds 1-16) on the
