@@ -286,7 +286,16 @@ fn remote_distances(case: &Case) -> Vec<u32> {
 fn compare(case: &Case) {
     let started = std::time::Instant::now();
     let topo = case.topology;
-    let Some(run) = lab::run(topo, &script(case), case.timeout_s) else {
+    // NUMALAB_SIM_VS_LAB_KERNEL=pnid: the 6.12 lab kernel, the kernel the
+    // sim models (EEVDF's turns; 6.1's default guest kernel is CFS).
+    let kernel = match std::env::var("NUMALAB_SIM_VS_LAB_KERNEL").as_deref() {
+        Ok("pnid") => match lab::pnid_kernel() {
+            Some(k) => Some(k),
+            None => return,
+        },
+        _ => None,
+    };
+    let Some(run) = lab::run_on(kernel.as_deref(), topo, &script(case), case.timeout_s) else {
         return;
     };
     let lab_s = started.elapsed().as_secs_f64();

@@ -14,6 +14,9 @@
 # (NUMALAB_LAB_MEASURE=1: both NB blocks on the 4node-smt and 2node
 # guests); `cargo test --release --test sim_vs_lab -- --nocapture` alone
 # runs the shorter form (only the blocks whose agreement is asserted).
+# NUMALAB_SIM_VS_LAB_KERNEL=pnid boots the guests on the 6.12 lab kernel
+# (lab/kernel/build, cached) instead of Debian's 6.1: the kernel the sim
+# models (6.1's turns are CFS's, which it does not).
 # Time on the 2-core machine (2026-11-27): the three run-engine guests two
 # at a time (single-threaded TCG, a host core each) 519 s, then the jobs
 # guest alone 26 s: 545 s after the build.
