@@ -3,7 +3,7 @@
 //! attempt and how a move is counted, sibling_imbalance(),
 //! migrate_degrades_locality() and task_hot() (both halves of
 //! can_migrate_task()'s locality test), should_we_balance()'s choice of
-//! CPU, and NI_RANDOM's newly-idle counters. [`super::multi_lb`] makes the
+//! CPU (as the tests state it), and NI_RANDOM's newly-idle counters. [`super::multi_lb`] makes the
 //! attempts.
 
 use super::groups::GroupStats;
@@ -63,7 +63,10 @@ pub fn sibling_imbalance(busiest: &GroupStats, local: &GroupStats, dst_idle: boo
 
 /// should_we_balance()'s CPU of group span `group`: its first idle CPU on
 /// an idle core (any idle CPU at the SMT level), else its first idle CPU,
-/// else its first CPU.
+/// else its first CPU. The engine finds it from bit sets
+/// ([`super::multi::IdleBits::balancer`]); this walk over the group's CPUs
+/// is the tests' statement of the rule they are checked against.
+#[cfg(test)]
 pub fn group_balancer(
     m: &super::machine::Machine,
     group: usize,

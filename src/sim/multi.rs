@@ -459,21 +459,22 @@ impl<'a> Multi<'a> {
             }
             // The load's next transition goes first at a tie (it is the
             // worker's own timer; the engine's events react to it).
-            let load_at = self.transitions.peek().map(|(lt, c)| (lt - self.shift, c));
-            let (at, ev) = match (load_at, self.heap.peek()) {
-                (Some((la, c)), Some(At(ha, _, _))) if la <= *ha => {
+            let load_at = self.transitions.peek();
+            let load_first = match (load_at, self.heap.peek()) {
+                (Some((lt, _)), Some(At(ha, _, _))) => lt - self.shift <= *ha,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return false,
+            };
+            let (at, ev) = match load_at {
+                Some((lt, c)) if load_first => {
                     self.transitions.pop();
-                    (la.max(self.t), Ev::Load(c))
+                    ((lt - self.shift).max(self.t), Ev::Load(c))
                 }
-                (Some((la, c)), None) => {
-                    self.transitions.pop();
-                    (la.max(self.t), Ev::Load(c))
-                }
-                (_, Some(_)) => {
+                _ => {
                     let At(at, _, ev) = self.heap.pop().expect("peeked");
                     (at, ev)
                 }
-                (None, None) => return false,
             };
             self.events += 1;
             self.t = at;
