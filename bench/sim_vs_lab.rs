@@ -535,15 +535,17 @@ fn check(case: &Case, lab: &BTreeMap<u64, Row>, sim: &BTreeMap<u64, Row>, dists:
         // DL980 guest the sim's far share (0.115) was below the lab's in
         // all four runs (0.124, 0.125, 0.159, 0.176), and the last failed
         // the 3-SE tolerance, so the gap is the model's, like the split
-        // between the nearer distances (docs/sim-validation.md).
+        // between the nearer distances (docs/sim-validation.md). Model 9
+        // gives 0.123 against the lab's 0.120 (one run on 6.12): printed
+        // still, until repeated runs show it holds.
         if let [.., far] = dists {
             if dists.len() > 1 {
                 let (ls, lse) = share(&l.at(*far), &l.xnode);
                 let (ss, sse) = share(&r.at(*far), &r.xnode);
                 eprintln!(
                     "{what}: share of cross-node moves at the largest distance ({far}): \
-                     lab {ls:.3} (SE {lse:.3}) sim {ss:.3} (SE {sse:.3}): NOT asserted, a \
-                     known disagreement (docs/sim.md)"
+                     lab {ls:.3} (SE {lse:.3}) sim {ss:.3} (SE {sse:.3}): printed, not \
+                     asserted (docs/sim.md)"
                 );
             }
         }

@@ -252,6 +252,12 @@ pub struct Multi<'a> {
     pub interval_ns: Vec<[[f64; 2]; 2]>,
     /// Per (CPU, level): whether its interval is the doubled one.
     pub relaxed: Vec<Vec<bool>>,
+    /// Per CPU, idle and busy: the first time any of its domains is due
+    /// (the least of last balance plus interval over its levels), so a tick
+    /// passes over a CPU with nothing due in one comparison. Only periodic
+    /// balancing moves `last_balance` and `relaxed`, and it sets this anew
+    /// for each CPU it balanced ([`super::multi_lb::set_due`]).
+    pub due_at: Vec<[f64; 2]>,
 }
 
 impl<'a> Multi<'a> {
@@ -331,6 +337,7 @@ impl<'a> Multi<'a> {
             failed: vec![vec![0; levels]; m.len()],
             last_balance: vec![vec![f64::NEG_INFINITY; levels]; m.len()],
             relaxed: vec![vec![false; levels]; m.len()],
+            due_at: vec![[f64::NEG_INFINITY; 2]; m.len()],
 
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             group_imbalance: vec![false; m.span_count()],
@@ -485,35 +492,6 @@ impl<'a> Multi<'a> {
             }
         }
         self.alive > 0 && self.runaway.is_none()
-    }
-
-    /// Why the run is not a result, if it is not: past its time limit,
-    /// its event budget, or moving a job more often than any kernel can
-    /// (each move is a scheduler decision on a tick or a wake-up; a model
-    /// that ping-pongs a job at no cost grows its moves list until memory
-    /// runs out: 24 GB in 8 minutes, ia64-4n with the CPU floating).
-    fn ran_away(&self) -> Option<String> {
-        if self.t > self.limit_ns {
-            return Some(format!(
-                "the jobs not done after {:.0} s simulated, a hundred times their work at \
-                 the slowest access",
-                self.t / 1e9
-            ));
-        }
-        if self.events > MAX_EVENTS {
-            return Some(format!(
-                "{} events without the jobs finishing ({:.3} s simulated)",
-                self.events,
-                self.t / 1e9
-            ));
-        }
-        let most = self.tasks.iter().map(|t| t.res.moves.len()).max()? as f64;
-        (most > RUNAWAY_MOVES_MIN && most > RUNAWAY_MOVES_PER_MS * self.t / 1e6).then(|| {
-            format!(
-                "{most} moves of one job in {:.3} ms simulated (a ping-pong no kernel makes)",
-                self.t / 1e6
-            )
-        })
     }
 
     pub fn result(self) -> JobsResult {

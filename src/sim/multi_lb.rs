@@ -24,11 +24,15 @@
 //! a probe left behind its worker (running, or hot) is taken by another
 //! core or node sooner than its group's numbers alone would say.
 //!
+//! Periodic balancing runs each CPU up its domains as
+//! sched_balance_domains() does: a domain is tried when its interval (for
+//! the CPU's state now; doubled after a balanced attempt, back to its
+//! minimum after an unbalanced one) has passed, and a CPU that
+//! should_we_balance() turns away at a level tries no level above it in
+//! that pass.
+//!
 //! Left out, and why: load is PELT's long-run value (1 per probe, the duty
-//! cycle per worker); the balance interval does not double when balanced
-//! (docs/sim-validation.md, "What moves it": with it both engines cross nodes less than the kernels
-//! traced; with the imbalance flag it is the brake the flag lacks on a
-//! large loaded machine); misfit and asym-packing groups (none on these
+//! cycle per worker); misfit and asym-packing groups (none on these
 //! machines' symmetric CPUs) are not modelled; exec placement takes the
 //! least loaded CPU of the node with the most idle CPUs.
 
@@ -223,16 +227,28 @@ pub fn count_move(e: &mut Multi, i: usize, x: usize, level: usize, kind: Kind, h
 /// One balance attempt by CPU `x` at its domain `level`; true when it
 /// moved a probe.
 pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
+    balance_rq(e, x, level, kind, &mut true)
+}
+
+/// sched_balance_rq(): one attempt, which clears `continue_balancing` when
+/// should_we_balance() turns `x` away (another CPU balances for its group),
+/// so that sched_balance_domains() tries no higher level in this pass.
+fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool) -> bool {
     let d = e.m.cpu_domains[x][level];
     let dom = &e.m.domains[d];
     let lg = e.m.cpu_group[x][level];
     let smt_level = matches!(dom.kind, LevelKind::Smt);
     // A core's other threads run one pinned worker each at most, and a
     // group of one task is never the one balanced from: with no probe on
-    // the core the attempt ends balanced, whoever makes it (this is most
-    // attempts, so it is answered before any group is counted).
+    // the core the attempt ends balanced (this is most attempts, so it is
+    // answered before any group is counted). Its CPU is not turned away
+    // first: an SMT domain's local group is the CPU alone.
     let probes = e.span_count[dom.span].probes;
     if smt_level && probes == 0 {
+        return balanced(e, x, level);
+    }
+    if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
+        *cont = false;
         return balanced(e, x, level);
     }
     // A newly-idle attempt where there is no probe to take changes nothing
@@ -245,9 +261,6 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
         && !e.p.kernel.group_imbalance
     {
         return false;
-    }
-    if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
-        return balanced(e, x, level);
     }
     // update_sd_lb_stats(): every group once, met from the puller's own,
     // wrapping; the domain's average, the busiest and the local group all
@@ -317,18 +330,30 @@ pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
-    let src = e
-        .m
-        .span(bg)
-        .iter()
-        .copied()
-        .filter(|&c| e.rqs[c].probes > 0 && probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
-        .max_by(|&a, &b| {
-            e.rqs[a]
-                .nr_running()
-                .cmp(&e.rqs[b].nr_running())
-                .then(b.cmp(&a))
-        });
+    // The CPUs with a probe are met through the probes when there are
+    // fewer of them than CPUs in the group (spans are sorted); the
+    // comparison is a total order, so the order they are met in is moot.
+    let takes = |c: usize| probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]);
+    let most = |a: &usize, b: &usize| {
+        e.rqs[*a]
+            .nr_running()
+            .cmp(&e.rqs[*b].nr_running())
+            .then(b.cmp(a))
+    };
+    let span = e.m.span(bg);
+    let src = if e.tasks.len() < span.len() {
+        e.tasks
+            .iter()
+            .filter(|t| t.alive() && span.binary_search(&t.cpu).is_ok())
+            .map(|t| t.cpu)
+            .filter(|&c| takes(c))
+            .max_by(most)
+    } else {
+        span.iter()
+            .copied()
+            .filter(|&c| e.rqs[c].probes > 0 && takes(c))
+            .max_by(most)
+    };
     let Some(src) = src else {
         if let Imbalance::Util(_) = imb {
             // It skips CPUs of one task: no busiest CPU, out_balanced.
@@ -472,7 +497,8 @@ pub fn newidle(e: &mut Multi, x: usize) {
 /// whenever an idle CPU is due), which is the first idle CPU and balances
 /// every idle CPU from the one after it, wrapping, itself last
 /// (_nohz_idle_balance's for_each_cpu_wrap). A CPU balances each domain
-/// whose interval has passed, busy ones at busy_factor (16) times it.
+/// whose interval has passed, busy ones at busy_factor (16) times it, up
+/// to the first level whose should_we_balance() turns it away.
 pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
     let n = e.m.len();
     order.clear();
@@ -486,13 +512,23 @@ pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
         );
     }
     for (k, &c) in order.iter().enumerate() {
-        let kind = if k >= busy && e.rqs[c].nr_running() == 0 {
+        let mut kind = if k >= busy && e.rqs[c].nr_running() == 0 {
             Kind::Idle
         } else {
             Kind::Busy
         };
-        let state = (kind == Kind::Busy) as usize;
+        if e.t < e.due_at[c][(kind == Kind::Busy) as usize] {
+            continue;
+        }
+        // sched_balance_domains(): up the levels until one turns the CPU
+        // away (should_we_balance(): another CPU balances for its group),
+        // after which it tries no higher level this pass.
+        let mut cont = true;
         for level in 0..e.m.cpu_domains[c].len() {
+            if !cont {
+                break;
+            }
+            let state = (kind == Kind::Busy) as usize;
             // rebalance_domains(): due when the interval for the CPU's
             // state now (busy_factor times longer while busy) has passed
             // since the domain was last balanced.
@@ -502,18 +538,43 @@ pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
                 continue;
             }
             e.last_balance[c][level] = e.t;
-            let moved = try_balance(e, c, level, kind);
+            let dom = &e.m.domains[d];
+            if matches!(dom.kind, LevelKind::Smt) && e.span_count[dom.span].probes == 0 {
+                // balance_rq()'s answer for a core without a probe (balanced),
+                // without the call: most attempts on a large machine.
+                balanced(e, c, level);
+                e.relaxed[c][level] = true;
+                continue;
+            }
+            let moved = balance_rq(e, c, level, kind, &mut cont);
             // Balanced (or given up on a pinned running task past the
             // active balancer's threshold: out_one_pinned), the domain's
             // interval doubles; unbalanced, it is back to its minimum.
             let failed = e.failed[c][level];
             let nice = e.m.domains[d].cache_nice_tries;
             e.relaxed[c][level] = !moved && (failed == 0 || failed > nice + 2);
-            if moved {
-                break;
+            // A pull may have made the CPU busy: it goes on up as one
+            // ("idle = idle_cpu(cpu)" after a move), not stopping there.
+            if moved && e.rqs[c].nr_running() > 0 {
+                kind = Kind::Busy;
             }
         }
+        set_due(e, c);
     }
+}
+
+/// Sets CPU `c`'s [`Multi::due_at`] from its domains' last balance and
+/// intervals.
+pub fn set_due(e: &mut Multi, c: usize) {
+    let mut due = [f64::INFINITY; 2];
+    for (level, &d) in e.m.cpu_domains[c].iter().enumerate() {
+        let iv = &e.interval_ns[d];
+        let relaxed = e.relaxed[c][level] as usize;
+        for (state, at) in due.iter_mut().enumerate() {
+            *at = at.min(e.last_balance[c][level] + iv[state][relaxed]);
+        }
+    }
+    e.due_at[c] = due;
 }
 
 /// sched_balance_exec(): job `i` starts on the least loaded CPU of the

@@ -1,11 +1,41 @@
 //! A probe's own progress in the engine: its speed on its CPU
 //! (the cache model for where its pages are, its SMT sibling), phases,
-//! cache refills after moves, first-touch placement, NUMA scans and exit.
+//! cache refills after moves, first-touch placement, NUMA scans, exit,
+//! and the runaway guard.
 //! A child module of [`super`], so it shares the engine's private state.
 
-use super::{Ent, Ev, Multi, Phase};
+use super::{Ent, Ev, Multi, Phase, MAX_EVENTS, RUNAWAY_MOVES_MIN, RUNAWAY_MOVES_PER_MS};
 
 impl Multi<'_> {
+    /// Why the run is not a result, if it is not: past its time limit,
+    /// its event budget, or moving a job more often than any kernel can
+    /// (each move is a scheduler decision on a tick or a wake-up; a model
+    /// that ping-pongs a job at no cost grows its moves list until memory
+    /// runs out: 24 GB in 8 minutes, ia64-4n with the CPU floating).
+    pub(super) fn ran_away(&self) -> Option<String> {
+        if self.t > self.limit_ns {
+            return Some(format!(
+                "the jobs not done after {:.0} s simulated, a hundred times their work at \
+                 the slowest access",
+                self.t / 1e9
+            ));
+        }
+        if self.events > MAX_EVENTS {
+            return Some(format!(
+                "{} events without the jobs finishing ({:.3} s simulated)",
+                self.events,
+                self.t / 1e9
+            ));
+        }
+        let most = self.tasks.iter().map(|t| t.res.moves.len()).max()? as f64;
+        (most > RUNAWAY_MOVES_MIN && most > RUNAWAY_MOVES_PER_MS * self.t / 1e6).then(|| {
+            format!(
+                "{most} moves of one job in {:.3} ms simulated (a ping-pong no kernel makes)",
+                self.t / 1e6
+            )
+        })
+    }
+
     /// The task's progress per ns now.
     pub(super) fn speed(&self, i: usize) -> f64 {
         let task = &self.tasks[i];

@@ -476,6 +476,17 @@ fn check_counts(e: &Multi) {
             assert_eq!(e.idle.balancer(e.m, g, smt), want, "span {g} smt {smt}");
         }
     }
+    // The tick passes over a CPU by its due time alone: it must be the
+    // least due time of its domains, as set_due() computes it.
+    let mut f = Multi::new(e.m, e.p, e.load, e.spec);
+    f.last_balance.clone_from(&e.last_balance);
+    f.relaxed.clone_from(&e.relaxed);
+    for c in 0..e.m.len() {
+        multi_lb::set_due(&mut f, c);
+        if e.last_balance[c].iter().any(|t| t.is_finite()) {
+            assert_eq!(e.due_at[c], f.due_at[c], "CPU {c} at {}", e.t);
+        }
+    }
 }
 
 #[test]
@@ -533,4 +544,50 @@ fn a_waker_waits_for_the_first_tick_past_the_running_tasks_deadline() {
     assert_eq!(e.eevdf_switch(0), first + 6.0 * tick);
     e.t = first + 5.0 * tick + b + 1.0;
     assert_eq!(e.eevdf_switch(0), e.t);
+}
+
+#[test]
+fn a_cpu_turned_away_at_a_level_balances_no_level_above_it_that_tick() {
+    // sched_balance_domains(): should_we_balance() turning a CPU away (it
+    // is not the first idle CPU of its group) clears continue_balancing,
+    // and the CPU tries no higher domain in that pass: its NUMA domain is
+    // left as it was, while the group's first idle CPU goes on up.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("xeon-8167m").unwrap();
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
+    let s = spec(Vec::new(), false, 1);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    let (mc, numa) = (1, 2); // SMT, MC, NUMA on this machine
+                             // One idle core, its two threads; every other CPU busy.
+    let first = 5;
+    let second = *m.siblings[first].iter().find(|&&c| c != first).unwrap();
+    assert!(second > first);
+    for c in (0..m.len()).filter(|&c| c != first && c != second) {
+        e.set_rq(c, true, 0);
+        e.rqs[c].curr = Some(Ent::Worker);
+    }
+    e.t = 1e9;
+    multi_lb::periodic(&mut e, &mut Vec::new());
+    // Both balanced their SMT domain (its local group is the CPU alone).
+    assert_eq!(
+        (e.last_balance[first][0], e.last_balance[second][0]),
+        (1e9, 1e9)
+    );
+    // The core's first idle CPU balances for it at MC, and then at NUMA.
+    assert_eq!(e.last_balance[first][mc], 1e9);
+    assert_eq!(e.last_balance[first][numa], 1e9);
+    // The second was turned away at MC: its NUMA domain is untouched.
+    assert_eq!(e.last_balance[second][mc], 1e9);
+    assert_eq!(e.last_balance[second][numa], f64::NEG_INFINITY);
+    // A busy core's second thread is turned away at MC (its core has no
+    // idle CPU, so the core's first CPU balances for it), and goes no
+    // higher; the first goes on to NUMA, where the idle core turns it away.
+    let llc = m.span(m.domains[m.cpu_domains[first][mc]].span);
+    let busy = *llc
+        .iter()
+        .find(|&&c| c != first && c != second && m.siblings[c].iter().any(|&s| s < c))
+        .unwrap();
+    let core_first = *m.siblings[busy].iter().min().unwrap();
+    assert_eq!(e.last_balance[busy][numa], f64::NEG_INFINITY);
+    assert_eq!(e.last_balance[core_first][numa], 1e9);
 }
