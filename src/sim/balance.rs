@@ -131,15 +131,15 @@ pub fn task_hot(level: LevelKind, waited_ns: f64, migration_cost_ns: f64) -> boo
     waited_ns < migration_cost_ns
 }
 
-/// sched_domain's proportional-newidle counters (update_newidle_stats).
+/// sched_domain's proportional-newidle counters (NI_RANDOM's
+/// update_newidle_stats()), one set per CPU's copy of a domain, from
+/// sd_init()'s values: each sample starts from a domain just built, as
+/// the kernel's counters carry no history the model could know.
 #[derive(Debug, Clone, Copy)]
 pub struct NewIdleStats {
     calls: u32,
     pub success: u32,
     pub ratio: u32,
-    /// Load time up to which calls are counted; None: not yet, and the
-    /// load has run long before the sample (start from a long history).
-    upto: Option<f64>,
 }
 
 impl Default for NewIdleStats {
@@ -149,13 +149,18 @@ impl Default for NewIdleStats {
             calls: 512,
             success: 256,
             ratio: 512,
-            upto: None,
         }
     }
 }
 
 impl NewIdleStats {
-    /// One more call with `success` weighted pulls.
+    /// Calls counted (halved every 1024).
+    pub fn calls(&self) -> u32 {
+        self.calls
+    }
+
+    /// One more call with `success` weighted pulls; every 1024 calls the
+    /// ratio is the success count, and both are halved.
     pub fn calls_plus(&mut self, success: u32) {
         self.calls += 1;
         self.success += success;
@@ -163,23 +168,6 @@ impl NewIdleStats {
             self.ratio = self.success;
             self.calls /= 2;
             self.success /= 2;
-        }
-    }
-
-    /// Counts the failed calls of the idle periods since last time.
-    pub fn catch_up(&mut self, lt: f64, period: f64) {
-        let from = self.upto.unwrap_or(lt - 60e9);
-        let mut k = super::load::floor((lt - from) / period).max(0.0) as u64;
-        self.upto = Some(from + k as f64 * period);
-        while k > 0 {
-            let step = k.min((1024 - self.calls.min(1023)) as u64);
-            self.calls += step as u32;
-            k -= step;
-            if self.calls >= 1024 {
-                self.ratio = self.success;
-                self.calls /= 2;
-                self.success /= 2;
-            }
         }
     }
 }

@@ -227,6 +227,13 @@ pub struct Multi<'a> {
     pub flagged: usize,
     /// Probes waiting (runnable, not running) anywhere.
     pub waiting: usize,
+    /// CPUs running two or more tasks now.
+    pub crowded: usize,
+    /// The root domain's overload flag: set when a CPU gets a second task,
+    /// set from the CPUs at each root-level balance attempt
+    /// (set_rd_overloaded()); newly-idle balancing runs only while it is
+    /// set.
+    pub overloaded: bool,
     alive: usize,
     ticks: u64,
     events: u64,
@@ -343,6 +350,8 @@ impl<'a> Multi<'a> {
             group_imbalance: vec![false; m.span_count()],
             flagged: 0,
             waiting: 0,
+            crowded: 0,
+            overloaded: false,
             alive: spec.jobs.len(),
             ticks: 0,
             events: 0,

@@ -227,13 +227,33 @@ pub fn count_move(e: &mut Multi, i: usize, x: usize, level: usize, kind: Kind, h
 /// One balance attempt by CPU `x` at its domain `level`; true when it
 /// moved a probe.
 pub fn try_balance(e: &mut Multi, x: usize, level: usize, kind: Kind) -> bool {
-    balance_rq(e, x, level, kind, &mut true)
+    balance_rq(e, x, level, kind, &mut Pass::default())
+}
+
+/// What an attempt tells the loop over a CPU's domains besides whether it
+/// moved a probe.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    /// sched_balance_domains()'s `continue_balancing`.
+    cont: bool,
+    /// The move was the stopper's push (active balancing), for which
+    /// sched_balance_rq() returns 0 moved.
+    pushed: bool,
+}
+
+impl Default for Pass {
+    fn default() -> Self {
+        Pass {
+            cont: true,
+            pushed: false,
+        }
+    }
 }
 
 /// sched_balance_rq(): one attempt, which clears `continue_balancing` when
 /// should_we_balance() turns `x` away (another CPU balances for its group),
 /// so that sched_balance_domains() tries no higher level in this pass.
-fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool) -> bool {
+fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, pass: &mut Pass) -> bool {
     let d = e.m.cpu_domains[x][level];
     let dom = &e.m.domains[d];
     let lg = e.m.cpu_group[x][level];
@@ -248,7 +268,7 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool
         return balanced(e, x, level);
     }
     if kind != Kind::NewlyIdle && balancer(e, smt_level, lg) != Some(x) {
-        *cont = false;
+        pass.cont = false;
         return balanced(e, x, level);
     }
     // A newly-idle attempt where there is no probe to take changes nothing
@@ -264,7 +284,11 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool
     }
     // update_sd_lb_stats(): every group once, met from the puller's own,
     // wrapping; the domain's average, the busiest and the local group all
-    // come from them.
+    // come from them. At the root domain it also sets the root domain's
+    // overload flag from them (set_rd_overloaded()).
+    if level + 1 == e.m.cpu_domains[x].len() {
+        e.overloaded = e.crowded > 0;
+    }
     let groups = &dom.groups;
     let start = groups.iter().position(|&g| g == lg).unwrap_or(0);
     let n = groups.len();
@@ -446,6 +470,7 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool
         if e.failed[x][level] > nice + 2 {
             e.failed[x][level] = 0;
             count_move(e, i, x, level, kind, Moved::Pushed);
+            pass.pushed = true;
             return true;
         }
     }
@@ -454,9 +479,10 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, cont: &mut bool
 
 /// sched_balance_newidle() on CPU `x`, which has just gone idle.
 pub fn newidle(e: &mut Multi, x: usize) {
-    // With nothing waiting nothing can move; the attempts are made all the
-    // same while a group is flagged, since one that ends balanced clears it.
-    if e.rqs[x].curr.is_some() || (e.waiting == 0 && e.flagged == 0) {
+    // It balances only while the root domain is overloaded (a CPU has had
+    // two tasks since its root domain last looked: get_rd_overloaded()),
+    // and counts nothing otherwise.
+    if e.rqs[x].curr.is_some() || !e.overloaded {
         return;
     }
     // The kernel skips it while avg_idle is below the domain's
@@ -464,27 +490,28 @@ pub fn newidle(e: &mut Multi, x: usize) {
     // caps avg_idle from below): the model takes that cost as nil, so any
     // idle period opens the gate.
     for level in 0..e.m.cpu_domains[x].len() {
-        let pulled = if e.p.kernel.ni_random {
-            // Every idle period made a call; all but the simulated ones
-            // found nothing to pull.
-            let period = e.load.period_ns;
-            let lt = e.lt(e.t);
+        let mut pass = Pass::default();
+        let moved = if e.p.kernel.ni_random {
+            // NI_RANDOM: a 1024-sided die against 1 + newidle_ratio; a
+            // miss is a call without success, a balance a call whose pull
+            // (not the stopper's push, which sched_balance_rq() does not
+            // count as moved) weighs the inverse of its odds
+            // (update_newidle_stats()).
             let u = e.rng.below(1024) as u32;
-            let st = &mut e.newidle[x][level];
-            st.catch_up(lt, period);
-            st.calls_plus(0);
-            let weight = 1 + st.ratio;
+            let weight = 1 + e.newidle[x][level].ratio;
             if u > weight {
+                e.newidle[x][level].calls_plus(0);
                 continue;
             }
-            let pulled = try_balance(e, x, level, Kind::NewlyIdle);
+            let moved = balance_rq(e, x, level, Kind::NewlyIdle, &mut pass);
             let w = (1024 + weight / 2) / weight;
-            e.newidle[x][level].success += w * pulled as u32;
-            pulled
+            let pulled = moved && !pass.pushed;
+            e.newidle[x][level].calls_plus(w * pulled as u32);
+            moved
         } else {
-            try_balance(e, x, level, Kind::NewlyIdle)
+            balance_rq(e, x, level, Kind::NewlyIdle, &mut pass)
         };
-        if pulled || e.rqs[x].curr.is_some() {
+        if moved || e.rqs[x].curr.is_some() {
             return;
         }
     }
@@ -523,9 +550,9 @@ pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
         // sched_balance_domains(): up the levels until one turns the CPU
         // away (should_we_balance(): another CPU balances for its group),
         // after which it tries no higher level this pass.
-        let mut cont = true;
+        let mut pass = Pass::default();
         for level in 0..e.m.cpu_domains[c].len() {
-            if !cont {
+            if !pass.cont {
                 break;
             }
             let state = (kind == Kind::Busy) as usize;
@@ -546,7 +573,7 @@ pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
                 e.relaxed[c][level] = true;
                 continue;
             }
-            let moved = balance_rq(e, c, level, kind, &mut cont);
+            let moved = balance_rq(e, c, level, kind, &mut pass);
             // Balanced (or given up on a pinned running task past the
             // active balancer's threshold: out_one_pinned), the domain's
             // interval doubles; unbalanced, it is back to its minimum.

@@ -135,6 +135,14 @@ impl Multi<'_> {
         if (nr0 == 0) != (nr1 == 0) {
             self.idle.set_idle(self.m, c, nr1 == 0);
         }
+        if (nr0 >= 2) != (nr1 >= 2) {
+            if nr1 >= 2 {
+                self.crowded += 1;
+                self.overloaded = true;
+            } else {
+                self.crowded -= 1;
+            }
+        }
         for &g in &self.spans_of[c] {
             let s = &mut self.span_count[g];
             s.nr_running = s.nr_running + nr1 - nr0;
@@ -302,9 +310,9 @@ impl Multi<'_> {
     /// CPU `c` just went idle: newly-idle balancing after the profile's
     /// wake-up jitter.
     pub(super) fn idle_now(&mut self, c: usize) {
-        // Nothing waits, nothing can be pulled; but while a group is flagged
-        // the attempt still matters, since ending balanced clears the flag.
-        if self.waiting == 0 && self.flagged == 0 {
+        // sched_balance_newidle() returns at once unless the root domain is
+        // overloaded ([`Multi::overloaded`]).
+        if !self.overloaded {
             return;
         }
         let k = crate::sim::load::floor(self.lt(self.t) / self.load.period_ns) as u64;

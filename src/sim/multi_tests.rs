@@ -591,3 +591,44 @@ fn a_cpu_turned_away_at_a_level_balances_no_level_above_it_that_tick() {
     assert_eq!(e.last_balance[busy][numa], f64::NEG_INFINITY);
     assert_eq!(e.last_balance[core_first][numa], 1e9);
 }
+
+#[test]
+fn newly_idle_balancing_counts_its_calls_only_while_the_root_domain_is_overloaded() {
+    // 6.12's sched_balance_newidle() returns before its loop unless the
+    // root domain is overloaded (a runqueue has had two tasks since the
+    // root domain's last balance looked), and only the loop counts
+    // NI_RANDOM's calls: one per domain visited, die missed or balanced.
+    let m = machine("xeon-8167m-2n");
+    let p = Profile::load("lab-tcg").unwrap();
+    assert!(p.kernel.ni_random);
+    let lm = LoadModel::new(&m, 0.0, PERIOD);
+    let s = spec(Vec::new(), false, 1);
+    let mut e = Multi::new(&m, &p, &lm, &s);
+    let levels = m.cpu_domains[0].len();
+    let calls = |e: &Multi| {
+        (0..levels)
+            .map(|l| e.newidle[0][l].calls())
+            .collect::<Vec<_>>()
+    };
+    let start = calls(&e);
+    multi_lb::newidle(&mut e, 0);
+    assert_eq!(calls(&e), start, "not overloaded: no call counted");
+    // A second task on CPU 5 (nothing there the balancer may take).
+    e.set_rq(5, true, 1);
+    assert!(e.overloaded && e.crowded == 1);
+    multi_lb::newidle(&mut e, 0);
+    let once: Vec<u32> = start.iter().map(|c| c + 1).collect();
+    assert_eq!(calls(&e), once, "every domain visited, nothing pulled");
+    // The flag outlives the crowding until a root-level balance looks.
+    e.set_rq(5, true, -1);
+    assert!(e.overloaded && e.crowded == 0);
+    multi_lb::newidle(&mut e, 0);
+    let twice: Vec<u32> = start.iter().map(|c| c + 2).collect();
+    assert_eq!(calls(&e), twice);
+    let top = levels - 1;
+    let first = m.span(m.cpu_group[0][top])[0];
+    multi_lb::try_balance(&mut e, first, top, Kind::Idle);
+    assert!(!e.overloaded, "cleared by the root domain's balance");
+    multi_lb::newidle(&mut e, 0);
+    assert_eq!(calls(&e), twice);
+}
