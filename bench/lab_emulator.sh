@@ -32,12 +32,7 @@ for t in "${topos[@]}"; do
     }
 done
 bash scripts/deps.sh
-export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
-triple=$(rustc -vV | sed -n 's/^host: //p')
-cargo build --release -q --target "$triple"
-bin=target/$triple/release/numalab
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source bench/guest_numalab.sh
 cat >"$tmp/script.sh" <<'SH'
 n=$(grep -c ^processor /proc/cpuinfo)
 probe() {

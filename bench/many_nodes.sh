@@ -26,12 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 samples=${1:-4}
 [[ $samples =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash bench/many_nodes.sh [SAMPLES]" >&2; exit 2; }
-export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
-triple=$(rustc -vV | sed -n 's/^host: //p')
-cargo build --release -q --target "$triple"
-bin=target/$triple/release/numalab
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source bench/guest_numalab.sh
 knobs='knobs = { "sched/numa_balancing/scan_delay_ms" = "100", "sched/numa_balancing/scan_period_min_ms" = "100", "sched/numa_balancing/scan_period_max_ms" = "400" }'
 spec() {
     printf 'samples = %s\nload = 60\nmem = ["A", "F"]\ncpu = ["F"]\n[probe]\nsize = "16M"\ncounts = 4\n' "$1"
