@@ -354,30 +354,18 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, pass: &mut Pass
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
-    // The CPUs with a probe are met through the probes when there are
-    // fewer of them than CPUs in the group (spans are sorted); the
-    // comparison is a total order, so the order they are met in is moot.
-    let takes = |c: usize| probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]);
-    let most = |a: &usize, b: &usize| {
-        e.rqs[*a]
-            .nr_running()
-            .cmp(&e.rqs[*b].nr_running())
-            .then(b.cmp(a))
-    };
-    let span = e.m.span(bg);
-    let src = if e.tasks.len() < span.len() {
-        e.tasks
-            .iter()
-            .filter(|t| t.alive() && span.binary_search(&t.cpu).is_ok())
-            .map(|t| t.cpu)
-            .filter(|&c| takes(c))
-            .max_by(most)
-    } else {
-        span.iter()
-            .copied()
-            .filter(|&c| e.rqs[c].probes > 0 && takes(c))
-            .max_by(most)
-    };
+    let src = e
+        .m
+        .span(bg)
+        .iter()
+        .copied()
+        .filter(|&c| e.rqs[c].probes > 0 && probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
+        .max_by(|&a, &b| {
+            e.rqs[a]
+                .nr_running()
+                .cmp(&e.rqs[b].nr_running())
+                .then(b.cmp(&a))
+        });
     let Some(src) = src else {
         if let Imbalance::Util(_) = imb {
             // It skips CPUs of one task: no busiest CPU, out_balanced.
@@ -565,14 +553,6 @@ pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
                 continue;
             }
             e.last_balance[c][level] = e.t;
-            let dom = &e.m.domains[d];
-            if matches!(dom.kind, LevelKind::Smt) && e.span_count[dom.span].probes == 0 {
-                // balance_rq()'s answer for a core without a probe (balanced),
-                // without the call: most attempts on a large machine.
-                balanced(e, c, level);
-                e.relaxed[c][level] = true;
-                continue;
-            }
             let moved = balance_rq(e, c, level, kind, &mut pass);
             // Balanced (or given up on a pinned running task past the
             // active balancer's threshold: out_one_pinned), the domain's
