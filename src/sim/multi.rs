@@ -223,10 +223,6 @@ pub struct Multi<'a> {
     /// ([`super::multi_lb::try_balance`]); never set unless the profile's
     /// `kernel.group_imbalance` is on.
     pub group_imbalance: Vec<bool>,
-    /// How many spans are flagged.
-    pub flagged: usize,
-    /// Probes waiting (runnable, not running) anywhere.
-    pub waiting: usize,
     /// CPUs running two or more tasks now.
     pub crowded: usize,
     /// The root domain's overload flag: set when a CPU gets a second task,
@@ -348,8 +344,6 @@ impl<'a> Multi<'a> {
 
             newidle: vec![vec![NewIdleStats::default(); levels]; m.len()],
             group_imbalance: vec![false; m.span_count()],
-            flagged: 0,
-            waiting: 0,
             crowded: 0,
             overloaded: false,
             alive: spec.jobs.len(),
@@ -392,14 +386,7 @@ impl<'a> Multi<'a> {
         if on && !self.p.kernel.group_imbalance {
             return;
         }
-        if self.group_imbalance[g] != on {
-            self.group_imbalance[g] = on;
-            if on {
-                self.flagged += 1;
-            } else {
-                self.flagged -= 1;
-            }
-        }
+        self.group_imbalance[g] = on;
     }
 
     /// Load time of simulated time `t`.
@@ -512,16 +499,6 @@ impl<'a> Multi<'a> {
         }
     }
 
-    /// Probes queued behind another entity, counted from the queues (what
-    /// `waiting` must equal).
-    pub fn queued_probes(&self) -> usize {
-        self.rqs
-            .iter()
-            .flat_map(|rq| rq.queue.iter())
-            .filter(|e| matches!(e, Ent::Task(_)))
-            .count()
-    }
-
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::Load(c) => {
@@ -538,9 +515,9 @@ impl<'a> Multi<'a> {
             Ev::Slice(c, gen) => {
                 if gen == self.rqs[c].slice_gen {
                     self.rqs[c].slice_armed = false;
-                    if let Some(next) = self.q_pop(c) {
+                    if let Some(next) = self.rqs[c].queue.pop_front() {
                         let old = self.rqs[c].curr.expect("a slice ends on a busy CPU");
-                        self.q_push(c, old);
+                        self.rqs[c].queue.push_back(old);
                         self.set_curr(c, Some(next));
                     }
                 }

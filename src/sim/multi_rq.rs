@@ -167,26 +167,6 @@ impl Multi<'_> {
             .collect()
     }
 
-    pub(super) fn q_push(&mut self, c: usize, e: Ent) {
-        self.waiting += matches!(e, Ent::Task(_)) as usize;
-        self.rqs[c].queue.push_back(e);
-    }
-
-    pub(super) fn q_pop(&mut self, c: usize) -> Option<Ent> {
-        let e = self.rqs[c].queue.pop_front();
-        self.waiting -= matches!(e, Some(Ent::Task(_))) as usize;
-        e
-    }
-
-    pub(super) fn q_remove(&mut self, c: usize, e: Ent) {
-        let q = &mut self.rqs[c].queue;
-        let before = q.len();
-        q.retain(|&x| x != e);
-        if q.len() < before && matches!(e, Ent::Task(_)) {
-            self.waiting -= 1;
-        }
-    }
-
     /// Makes `ent` the running entity of CPU `c` (None: idle); the caller
     /// has put the old one where it goes.
     pub(super) fn set_curr(&mut self, c: usize, ent: Option<Ent>) {
@@ -281,7 +261,7 @@ impl Multi<'_> {
             self.set_curr(c, Some(ent));
             return;
         }
-        self.q_push(c, ent);
+        self.rqs[c].queue.push_back(ent);
         if !self.rqs[c].slice_armed {
             // The running entity finishes the slice it is in.
             let at = self.eevdf_switch(c);
@@ -296,10 +276,10 @@ impl Multi<'_> {
             self.set_rq(c, self.rqs[c].worker_busy, -1);
         }
         if self.rqs[c].curr == Some(ent) {
-            let next = self.q_pop(c);
+            let next = self.rqs[c].queue.pop_front();
             self.set_curr(c, next);
         } else {
-            self.q_remove(c, ent);
+            self.rqs[c].queue.retain(|&x| x != ent);
             if self.rqs[c].queue.is_empty() {
                 self.rqs[c].slice_gen += 1;
                 self.rqs[c].slice_armed = false;
