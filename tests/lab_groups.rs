@@ -156,12 +156,16 @@ fn threads_sharing_memory_group_and_private_ones_do_not_and_shmem_needs_its_poli
         "shared: group {g} is a thread's id: {t:?}"
     );
     // The shared array spread over at least two nodes holding 10% each
-    // (pseudo-interleaving over the group's active nodes), or, when NUMA
-    // balancing brought the whole group to one node, every thread
-    // preferring the node that holds most of it: a group active on one
-    // node draws its pages there. A 12 s CI run once ended with {0: 1211,
-    // 1: 616, 3: 14557}, which the spread alone called a failure (its
-    // threads' preferred nodes were not printed; now they are).
+    // (pseudo-interleaving over the group's active nodes), or most of it
+    // on one node that a thread of the group prefers. 6.12's
+    // task_numa_migrate() gives a grouped task that finds no better CPU
+    // the node it is on as its preferred node, so threads the load keeps
+    // apart prefer different nodes while the pages stay where the group's
+    // CPU faults are (should_numa_migrate_memory()). Regression test for a
+    // CI run that ended with {0: 14562, 1: 1291, 2: 530, 3: 1} and
+    // preferred nodes 0, 2, 1, 0, which an "every thread prefers the
+    // pages' node" rule called a failure; an earlier 12 s run ended with
+    // {0: 1211, 1: 616, 3: 14557}, which the spread alone did.
     let pages = last_pages(&sh, 0);
     let total: u64 = pages.values().sum();
     let big = pages.values().filter(|&&p| p * 10 >= total).count();
@@ -170,10 +174,10 @@ fn threads_sharing_memory_group_and_private_ones_do_not_and_shmem_needs_its_poli
         .max_by_key(|(_, p)| **p)
         .map(|(n, p)| (n.parse::<i64>().unwrap(), *p))
         .unwrap();
-    let consolidated = most * 2 > total && t.iter().all(|x| x.2 == top);
+    let gathered = most * 2 > total && t.iter().any(|x| x.2 == top);
     assert!(
-        big >= 2 || consolidated,
-        "shared: pages neither spread nor on the group's node: {pages:?}, threads {t:?}"
+        big >= 2 || gathered,
+        "shared: pages neither spread nor on a node the group prefers: {pages:?}, threads {t:?}"
     );
     let pts = sh["timeline"]["points"].as_array().unwrap();
     assert!(pts.len() >= 10, "shared: {} timeline points", pts.len());
