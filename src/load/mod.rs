@@ -320,22 +320,74 @@ fn worker(stop: StopFlag, start: Instant, period: Duration, busy: Duration) {
                 spin = std::hint::black_box(spin.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }
-        next += period;
-        let now = Instant::now();
-        if next > now {
+        let (at, sleep) = resume(next + period, Instant::now(), period, busy);
+        next = at;
+        if sleep {
             stop.sleep_until(next);
-        } else {
-            // Fell behind (preempted): resynchronise instead of bursting.
-            while next <= now {
-                next += period;
-            }
         }
+    }
+}
+
+/// Where a worker whose next period starts at `next` goes on at `now`:
+/// the start of the period whose busy part it is in (and spins to that
+/// part's end, false), or else the next period's start, which it sleeps to
+/// (true). A worker that fell behind (kept off its CPU past a period's
+/// start) neither bursts to catch up nor spins into the idle part: its
+/// busy parts stay where the duty cycle puts them. Regression: it used to
+/// spin from `now` to the end of the next period's busy part, which under
+/// the lab's emulator, where a vCPU waits milliseconds for its turn, kept
+/// a 60% load's CPUs 72-83% busy (schedstat run time, docs/sim-validation.md,
+/// "The newly-idle gate").
+fn resume(next: Instant, now: Instant, period: Duration, busy: Duration) -> (Instant, bool) {
+    if next > now {
+        return (next, true);
+    }
+    // The last period start at or before now.
+    let behind = now.duration_since(next);
+    let whole = behind.as_nanos() / period.as_nanos().max(1);
+    let start = next + period * u32::try_from(whole).unwrap_or(u32::MAX);
+    if now < start + busy {
+        (start, false)
+    } else {
+        (start + period, true)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_that_fell_behind_sleeps_to_the_next_period_instead_of_spinning_through_it() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let (period, busy) = (ms(20), ms(12));
+        // On time: sleep to the next period's start.
+        assert_eq!(
+            resume(t0 + ms(20), t0 + ms(13), period, busy),
+            (t0 + ms(20), true)
+        );
+        // 5 ms into the next period: spin to its busy part's end.
+        assert_eq!(
+            resume(t0 + ms(20), t0 + ms(25), period, busy),
+            (t0 + ms(20), false)
+        );
+        // Past that period's busy part: sleep to the one after.
+        assert_eq!(
+            resume(t0 + ms(20), t0 + ms(35), period, busy),
+            (t0 + ms(40), true)
+        );
+        // Three periods behind, in a busy part: that period's start.
+        assert_eq!(
+            resume(t0 + ms(20), t0 + ms(81), period, busy),
+            (t0 + ms(80), false)
+        );
+        // Exactly at a period's start: its busy part.
+        assert_eq!(
+            resume(t0 + ms(20), t0 + ms(60), period, busy),
+            (t0 + ms(60), false)
+        );
+    }
 
     #[test]
     fn one_period_check_for_load_run_and_jobs() {

@@ -53,6 +53,16 @@ impl LoadModel {
     }
 
     /// Whether CPU `c`'s worker is busy at load time `t`.
+    /// How long each worker sleeps a period, ns; infinite when it never
+    /// runs or never sleeps (no wake-up to measure an idle period by).
+    pub fn idle_gap_ns(&self) -> f64 {
+        if self.busy_ns <= 0.0 || self.busy_ns >= self.period_ns {
+            f64::INFINITY
+        } else {
+            self.period_ns - self.busy_ns
+        }
+    }
+
     pub fn busy(&self, c: usize, t: f64) -> bool {
         self.wrap(t - self.phase[c]) < self.busy_ns
     }

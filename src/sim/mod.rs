@@ -19,6 +19,7 @@ pub mod groups;
 pub mod load;
 pub mod machine;
 pub mod multi;
+pub mod multi_gate;
 pub mod multi_lb;
 mod multi_numa;
 pub mod numa;

@@ -26,6 +26,7 @@ use super::balance::NewIdleStats;
 use super::cold::ColdCaches;
 use super::load::LoadModel;
 use super::machine::Machine;
+use super::multi_gate::NewIdleGate;
 use super::numa::{MemPolicy, Numa, NumaKnobs};
 use super::profile::Profile;
 use super::rng::Rng;
@@ -230,6 +231,8 @@ pub struct Multi<'a> {
     /// (set_rd_overloaded()); newly-idle balancing runs only while it is
     /// set.
     pub overloaded: bool,
+    /// avg_idle and the domains' costs: newly-idle balancing's gate.
+    pub gate: NewIdleGate,
     alive: usize,
     ticks: u64,
     events: u64,
@@ -346,6 +349,7 @@ impl<'a> Multi<'a> {
             group_imbalance: vec![false; m.span_count()],
             crowded: 0,
             overloaded: false,
+            gate: NewIdleGate::new(m, p, spec.migration_cost_ns, load.idle_gap_ns(), spec.seed),
             alive: spec.jobs.len(),
             ticks: 0,
             events: 0,
@@ -507,6 +511,7 @@ impl<'a> Multi<'a> {
                     self.set_rq(c, busy, 0);
                     if busy {
                         self.join(c, Ent::Worker);
+                        self.gate.woken(c, self.t);
                     } else {
                         self.leave(c, Ent::Worker);
                     }

@@ -467,17 +467,23 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, pass: &mut Pass
 
 /// sched_balance_newidle() on CPU `x`, which has just gone idle.
 pub fn newidle(e: &mut Multi, x: usize) {
+    if e.rqs[x].curr.is_some() {
+        // A task came in the meantime: it did not go idle.
+        e.gate.pulled(x);
+        return;
+    }
     // It balances only while the root domain is overloaded (a CPU has had
     // two tasks since its root domain last looked: get_rd_overloaded()),
     // and counts nothing otherwise.
-    if e.rqs[x].curr.is_some() || !e.overloaded {
+    if !e.overloaded {
         return;
     }
-    // The kernel skips it while avg_idle is below the domain's
-    // max_newidle_lb_cost (microseconds on hardware; migration_cost_ns only
-    // caps avg_idle from below): the model takes that cost as nil, so any
-    // idle period opens the gate.
+    // It stops at the first domain whose max_newidle_lb_cost is above the
+    // CPU's avg_idle (nil on hardware: [`super::multi_gate`]).
     for level in 0..e.m.cpu_domains[x].len() {
+        if !e.gate.open(x, level) {
+            return;
+        }
         let mut pass = Pass::default();
         let moved = if e.p.kernel.ni_random {
             // NI_RANDOM: a 1024-sided die against 1 + newidle_ratio; a
@@ -500,6 +506,9 @@ pub fn newidle(e: &mut Multi, x: usize) {
             balance_rq(e, x, level, Kind::NewlyIdle, &mut pass)
         };
         if moved || e.rqs[x].curr.is_some() {
+            if e.rqs[x].curr.is_some() {
+                e.gate.pulled(x);
+            }
             return;
         }
     }

@@ -290,6 +290,8 @@ impl Multi<'_> {
     /// CPU `c` just went idle: newly-idle balancing after the profile's
     /// wake-up jitter.
     pub(super) fn idle_now(&mut self, c: usize) {
+        // Its idle_stamp is set on entry, balancing or not.
+        self.gate.went_idle(c, self.t);
         // sched_balance_newidle() returns at once unless the root domain is
         // overloaded ([`Multi::overloaded`]).
         if !self.overloaded {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 9;
+pub const MODEL_VERSION: u32 = 10;
 
 /// Bytes per cache line.
 pub(super) const LINE: f64 = 64.0;
@@ -109,6 +109,15 @@ pub struct KernelCosts {
     /// imbalance flag"). Left out of the profile's record when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub group_imbalance: bool,
+    /// Each sched domain's `max_newidle_lb_cost` (the gate of newly-idle
+    /// balancing), ms per CPU of the machine, as evenly spaced quantiles
+    /// of its distribution (the least first, the greatest last): each
+    /// domain draws its own per sample ([`super::multi_gate`]). Empty (the
+    /// default): nil, the gate always open, as on hardware, where an
+    /// attempt costs microseconds. Left out of the profile's record when
+    /// empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub newidle_cost_ms_per_cpu: Vec<f64>,
 }
 
 /// The machine's own sample-to-sample spread: what makes two runs of the
@@ -239,6 +248,15 @@ impl Profile {
         nonneg(self.kernel.hint_fault_us, "kernel.hint_fault_us")?;
         nonneg(self.kernel.page_migrate_us, "kernel.page_migrate_us")?;
         pos(self.kernel.touch_pages_per_us, "kernel.touch_pages_per_us")?;
+        let q = &self.kernel.newidle_cost_ms_per_cpu;
+        for (i, &ms) in q.iter().enumerate() {
+            nonneg(ms, &format!("kernel.newidle_cost_ms_per_cpu[{i}]"))?;
+        }
+        if q.windows(2).any(|w| w[1] < w[0]) {
+            return Err(format!(
+                "kernel.newidle_cost_ms_per_cpu must be quantiles, least first: {q:?}"
+            ));
+        }
         if !(self.noise.sample_cv.is_finite() && (0.0..0.5).contains(&self.noise.sample_cv)) {
             return Err(format!(
                 "noise.sample_cv must be in [0, 0.5), not {}",
@@ -352,6 +370,14 @@ mod tests {
         let bad = text.replace("sample_cv = 0.023", "sample_cv = -0.1");
         let e = Profile::from_toml(&bad, "x").unwrap_err().to_string();
         assert!(e.contains("noise.sample_cv"), "{e}");
+        for q in ["[1.0, -0.5]", "[2.0, 1.0]", "[1.0, nan]"] {
+            let bad = text.replace(
+                "[kernel]",
+                &format!("[kernel]\nnewidle_cost_ms_per_cpu = {q}"),
+            );
+            let e = Profile::from_toml(&bad, "x").unwrap_err().to_string();
+            assert!(e.contains("kernel.newidle_cost_ms_per_cpu"), "{q}: {e}");
+        }
     }
 
     /// The factor has the stated mean and spread, is the same for the same
