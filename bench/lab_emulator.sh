@@ -25,13 +25,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 topos=("$@")
 ((${#topos[@]})) || topos=(2node 4node)
-for t in "${topos[@]}"; do
-    [[ -f lab/topologies/$t.sh ]] || {
-        echo "bench/lab_emulator.sh: no lab topology '$t' (lab/topologies/)" >&2
-        exit 2
-    }
-done
-bash scripts/deps.sh
 source bench/guest_numalab.sh
 cat >"$tmp/script.sh" <<'SH'
 n=$(grep -c ^processor /proc/cpuinfo)

@@ -26,13 +26,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 topos=("$@")
 ((${#topos[@]})) || topos=(2node 2node-smt 4node-smt 4node 8node-dl980)
-for t in "${topos[@]}"; do
-    [[ -f lab/topologies/$t.sh ]] || {
-        echo "bench/lab_newidle_cost.sh: no lab topology '$t' (lab/topologies/)" >&2
-        exit 2
-    }
-done
-bash scripts/deps.sh
 source bench/guest_numalab.sh
 cat >"$tmp/script.sh" <<'SH'
 n=$(grep -c ^processor /proc/cpuinfo)
