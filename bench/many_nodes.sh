@@ -83,7 +83,8 @@ def rows_of(meta, samples):
             nb=causes.get("numa_balancing", 0),
             pm=p["numa"]["sched"].get("numa_pages_migrated") or 0,
             pref=p["numa"]["sched"].get("numa_preferred_nid"),
-            a=pages.get("0", 0) / max(1, sum(pages.values()))))
+            a=pages.get("0", 0) / max(1, sum(pages.values())),
+            ot=t.get("over_time")))
     return rows, out
 sides = {}
 for side, meta, samples in (("lab (6.12 + PNID, 4node guest)", "meta.out", "samples.out"),
@@ -101,6 +102,27 @@ for side, meta, samples in (("lab (6.12 + PNID, 4node guest)", "meta.out", "samp
         print(f"[{r}]  {cell:20} {len(v):2} {m('wall'):7.2f} {m('xn'):12.1f} {m('xn') / m('wall'):8.2f} {m('away'):6.1f}"
               f"  {m('lb'):5.1f}/{m('wu'):3.1f}/{m('nb'):4.1f}  {m('pm'):8.0f}  {prefs:16}  {m('a'):.2f}")
 
+# Over time (tenths of each sample: the emulator stretches the lab's
+# samples, docs/sim-validation.md "The emulator's time"), printed, not
+# asserted: each side's cross-node moves per tenth as a share of the
+# row's, NUMA balancing's crossings in the first and the second half of a
+# sample, and the time on its memory's node per tenth.
+print("--- over time: tenths of each sample, means over the row's samples")
+print("row  side  crossings, % per tenth                      NB crossings 1st/2nd half  on its memory's node, % per tenth")
+for r in sorted(sides["lab"][1]):
+    for name in ("lab", "sim"):
+        ots = [x["ot"] for x in sides[name][1][r] if x["ot"]]
+        if not ots:
+            print(f"[{r}]  {name}   (no over_time in the records)")
+            continue
+        xn = [st.mean(o["cross_node"][k] for o in ots) for k in range(10)]
+        tot = sum(xn) or 1.0
+        nb = [st.mean(o["cross_node_numa"][k] for o in ots) for k in range(10)]
+        on = [st.mean(o["on_mem_node_pct"][k] for o in ots if o.get("on_mem_node_pct")) for k in range(10)] \
+            if all(o.get("on_mem_node_pct") for o in ots) else None
+        shares = " ".join(f"{100 * x / tot:3.0f}" for x in xn)
+        ons = " ".join(f"{x:3.0f}" for x in on) if on else "-"
+        print(f"[{r}]  {name}   {shares}   {sum(nb[:5]):5.1f} / {sum(nb[5:]):5.1f}          {ons}")
 # The agreements docs/sim-validation.md ("Model 8") states, each with a
 # tolerance from the lab's own spread between runs (three runs of this
 # bench: a row's crossings per sample varied up to 1.85x, its time away

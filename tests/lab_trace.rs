@@ -94,6 +94,18 @@ fn trace_counts_match_the_kernel_and_leave_tracefs_as_it_was() {
     let selfobs = probe["migrations_whole"]["cross_node"].as_u64().unwrap();
     let traced = task["migrations"]["cross_node"].as_u64().unwrap();
     assert!(selfobs > 0 && traced > 0, "self {selfobs}, traced {traced}");
+    // Over time: the same crossings, tenth by tenth of the window.
+    let ot = &task["over_time"];
+    let sum: u64 = ot["cross_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, traced, "{ot}");
+    let w = &rec["window"];
+    let span = w["end_ns"].as_u64().unwrap() - w["start_ns"].as_u64().unwrap();
+    assert_eq!(ot["span_ns"].as_u64(), Some(span), "{ot}");
 
     // Exact agreement with the independent instance over the probe's
     // observed life (the check's filter is set by the shell, a moment

@@ -117,6 +117,32 @@ fn sim_run_is_deterministic_and_reports_like_a_host_run() {
             cross_lb,
             "{b:?}"
         );
+        // Over time, the same crossings, tenth by tenth, and a share of
+        // each tenth on the memory's node.
+        let ot = &t["over_time"];
+        let tenths = |k: &str| -> u64 {
+            ot[k]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(
+            tenths("cross_node"),
+            t["migrations"]["cross_node"].as_u64().unwrap(),
+            "{ot}"
+        );
+        let nb = t["cross_node_causes"]["numa_balancing"].as_u64().unwrap();
+        assert_eq!(tenths("cross_node_numa"), nb, "{ot}");
+        let on = ot["on_mem_node_pct"].as_array().unwrap();
+        assert!(
+            on.len() == 10
+                && on
+                    .iter()
+                    .all(|p| (0.0..=100.0).contains(&p.as_f64().unwrap())),
+            "{ot}"
+        );
         // Only the NUMA level spans both nodes, and the report's
         // cross-node sum is its moves.
         let spans: Vec<&[usize]> = levels.iter().map(|l| &l.span_nodes[..]).collect();

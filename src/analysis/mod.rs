@@ -10,8 +10,10 @@
 pub mod balance;
 pub mod migrations;
 pub mod numastat;
+pub mod over_time;
 pub mod pages;
 pub mod schedstat;
 
 pub use migrations::{classify, residency, Migration, MigrationCounts, Residency, Segment};
 pub use numastat::{parse_proc_sched_numa, parse_vmstat_numa, vmstat_delta, NodeFaults, NumaSched};
+pub use over_time::{over_time, OverTime};

@@ -171,6 +171,11 @@ pub struct TaskTrace {
     /// The CPU it was first seen on.
     pub first_cpu: Option<u32>,
     pub exited: bool,
+    /// Its moves over time, in tenths of the window
+    /// ([`crate::analysis::over_time`]); absent from records written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_time: Option<crate::analysis::OverTime>,
     pub moves: Vec<TracedMove>,
 }
 
@@ -403,6 +408,16 @@ pub fn analyze(
                 residency: residency(topo, mem, &s.segments),
                 first_cpu: s.first_cpu,
                 exited: s.exited,
+                over_time: crate::analysis::over_time(
+                    topo,
+                    mem,
+                    s.first_cpu,
+                    window.end_ns.saturating_sub(window.start_ns),
+                    &s.moves
+                        .iter()
+                        .map(|(m, c, _)| (*m, *c == Cause::NumaBalancing))
+                        .collect::<Vec<_>>(),
+                ),
                 moves: s
                     .moves
                     .iter()

@@ -420,6 +420,16 @@ impl Sim {
                     residency: analysis::residency(&self.topo, mem_node, &whole),
                     first_cpu: Some(id(res.start_cpu)),
                     exited: true,
+                    over_time: analysis::over_time(
+                        &self.topo,
+                        mem_node,
+                        Some(id(res.start_cpu)),
+                        res.wall_ns,
+                        &all.iter()
+                            .zip(&res.moves)
+                            .map(|(a, mv)| (*a, mv.cause == Cause::NumaBalancing))
+                            .collect::<Vec<_>>(),
+                    ),
                     moves: Vec::new(),
                 },
                 events: res.events,
