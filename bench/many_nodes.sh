@@ -11,10 +11,13 @@
 # time away from node A, crossings by cause (load balance / wake-up /
 # NUMA balancing), pages NUMA balancing migrated, each sample's preferred
 # node at its end, and node A's share of the buffer's pages at the end.
-# Then checks the agreements docs/sim-validation.md states ("Model 8"),
-# per sample, each within the lab's own run-to-run spread, and exits 1
-# naming any beyond it. Per sample, not over time: the probe records its
-# NUMA state at the end.
+# Then, over time, from each trace's `over_time` (tenths of a sample, as
+# the emulator stretches the lab's samples): each side's crossings per
+# tenth, NUMA balancing's crossings in each half, the time on the
+# memory's node per tenth; printed, not asserted. Then checks the
+# agreements docs/sim-validation.md states ("Model 8"), per sample, each
+# within the lab's own run-to-run spread, and exits 1 naming any beyond
+# it. The preferred node and NB's pages are read at a sample's end only.
 #
 #   bash bench/many_nodes.sh [SAMPLES]   (default 4 in the guest, 16 in the sim)
 #
