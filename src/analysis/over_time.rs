@@ -1,5 +1,6 @@
 //! A task's moves over time, at a fixed size whatever the run's length:
-//! its window cut into ten equal parts, and in each the cross-node moves,
+//! its life (a traced task's in the trace's window, a simulated one's whole
+//! run) cut into ten equal parts, and in each the cross-node moves,
 //! NUMA balancing's among them, and the share of the part the task spent
 //! on its memory's node (where its moves had put it, running or waiting).
 //!

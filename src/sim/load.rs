@@ -52,7 +52,6 @@ impl LoadModel {
         }
     }
 
-    /// Whether CPU `c`'s worker is busy at load time `t`.
     /// How long each worker sleeps a period, ns; infinite when it never
     /// runs or never sleeps (no wake-up to measure an idle period by).
     pub fn idle_gap_ns(&self) -> f64 {
@@ -63,6 +62,7 @@ impl LoadModel {
         }
     }
 
+    /// Whether CPU `c`'s worker is busy at load time `t`.
     pub fn busy(&self, c: usize, t: f64) -> bool {
         self.wrap(t - self.phase[c]) < self.busy_ns
     }

@@ -206,6 +206,11 @@ struct State {
     seen_switch: bool,
     exited: bool,
     first_cpu: Option<u32>,
+    /// When it was first seen on a CPU (the window's start if it was
+    /// running then), and when it exited: its life, for
+    /// [`crate::analysis::over_time`].
+    first_ns: Option<u64>,
+    exit_ns: Option<u64>,
     segments: Vec<Segment>,
     migrate_events: u64,
     moves: Vec<(Migration, Cause, Option<LbKind>)>,
@@ -249,6 +254,7 @@ pub fn analyze(
                         });
                     }
                     s.first_cpu.get_or_insert(e.cpu);
+                    s.first_ns.get_or_insert(since.unwrap_or(e.ts_ns));
                     s.asleep = Some(!prev_runnable);
                     s.seen_switch = true;
                 }
@@ -266,6 +272,7 @@ pub fn analyze(
                     }
                     s.running = Some((e.cpu, e.ts_ns));
                     s.first_cpu.get_or_insert(e.cpu);
+                    s.first_ns.get_or_insert(e.ts_ns);
                     s.asleep = Some(false);
                     s.seen_switch = true;
                 }
@@ -278,6 +285,7 @@ pub fn analyze(
                 let Some(s) = st.get_mut(&pid) else { continue };
                 s.migrate_events += 1;
                 s.first_cpu.get_or_insert(orig_cpu);
+                s.first_ns.get_or_insert(e.ts_ns);
                 if orig_cpu == dest_cpu {
                     continue;
                 }
@@ -364,6 +372,7 @@ pub fn analyze(
             Kind::Exit { pid } => {
                 if let Some(s) = st.get_mut(&pid) {
                     s.exited = true;
+                    s.exit_ns = Some(e.ts_ns);
                 }
             }
         }
@@ -408,16 +417,7 @@ pub fn analyze(
                 residency: residency(topo, mem, &s.segments),
                 first_cpu: s.first_cpu,
                 exited: s.exited,
-                over_time: crate::analysis::over_time(
-                    topo,
-                    mem,
-                    s.first_cpu,
-                    window.end_ns.saturating_sub(window.start_ns),
-                    &s.moves
-                        .iter()
-                        .map(|(m, c, _)| (*m, *c == Cause::NumaBalancing))
-                        .collect::<Vec<_>>(),
-                ),
+                over_time: life_over_time(topo, mem, &s, window),
                 moves: s
                     .moves
                     .iter()
@@ -436,3 +436,25 @@ pub fn analyze(
 #[cfg(test)]
 #[path = "analyze_tests.rs"]
 mod tests;
+
+/// A task's moves over its own life in the window (from its first sight
+/// to its exit, or the window's end), as a simulated task's are over its
+/// whole run.
+fn life_over_time(
+    topo: &Topology,
+    mem: Option<u32>,
+    s: &State,
+    window: Window,
+) -> Option<crate::analysis::OverTime> {
+    let first = s.first_ns?.max(window.start_ns);
+    let end = s.exit_ns.unwrap_or(window.end_ns).max(first);
+    let moves: Vec<(Migration, bool)> = s
+        .moves
+        .iter()
+        .map(|(m, c, _)| {
+            let t = (window.start_ns + m.t_ns).saturating_sub(first);
+            (Migration { t_ns: t, ..*m }, *c == Cause::NumaBalancing)
+        })
+        .collect();
+    crate::analysis::over_time(topo, mem, s.first_cpu, end - first, &moves)
+}

@@ -426,3 +426,34 @@ fn load_balancing_kinds_at_their_edges() {
         }
     );
 }
+
+#[test]
+fn over_time_spans_the_tasks_life_not_the_window() {
+    // 2node: CPUs 0-1 on node 0, 2-3 on node 1. Task 7 first runs at 100,
+    // crosses to node 1 at 150 and back at 350, and exits at 500;
+    // the window runs 0-1000. Its life is 100-500: four hundred ns, each
+    // tenth forty.
+    let t = fixture("2node");
+    let e = vec![
+        sw(100, 0, 0, false, 7),
+        mig(150, 7, 0, 2),
+        mig(350, 7, 2, 1),
+        ev(500, 1, Kind::Exit { pid: 7 }),
+    ];
+    let w = Window {
+        start_ns: 0,
+        end_ns: 1000,
+    };
+    let r = analyze(&t, &e, &pids(&[7]), false, w, &|_| Some(0));
+    let o = r[0].over_time.as_ref().unwrap();
+    assert_eq!(o.span_ns, 400);
+    assert_eq!(o.cross_node, [0, 1, 0, 0, 0, 0, 1, 0, 0, 0]);
+    let on = o.on_mem_node_pct.unwrap();
+    assert_eq!(on[0], 100.0);
+    assert_eq!(on[1], 25.0, "left node 0 at 150: 10 of 40 ns");
+    assert_eq!(on[6], 75.0, "back at 350: 30 of 40 ns");
+    assert_eq!(on[9], 100.0);
+    // Never seen on a CPU: nothing over time.
+    let r = analyze(&t, &e, &pids(&[9]), false, w, &|_| Some(0));
+    assert!(r[0].over_time.is_none());
+}
