@@ -33,6 +33,12 @@ pub struct OverTime {
     pub on_mem_node_pct: Option<[f64; PARTS]>,
 }
 
+/// Part `k`'s bounds, ns from the window's start: [lo, hi).
+fn bounds(k: usize, span_ns: u64) -> (u64, u64) {
+    let at = |k: usize| (u128::from(span_ns) * k as u128 / PARTS as u128) as u64;
+    (at(k), at(k + 1))
+}
+
 /// The part `t_ns` falls in (the window's end in the last).
 fn part(t_ns: u64, span_ns: u64) -> usize {
     ((u128::from(t_ns) * PARTS as u128 / u128::from(span_ns.max(1))) as usize).min(PARTS - 1)
@@ -70,8 +76,7 @@ pub fn over_time(
         // Adds [from, to) to the parts it overlaps.
         let mut add = |from: u64, to: u64| {
             for (k, acc) in on.iter_mut().enumerate() {
-                let lo = (span_ns as u128 * k as u128 / PARTS as u128) as u64;
-                let hi = (span_ns as u128 * (k + 1) as u128 / PARTS as u128) as u64;
+                let (lo, hi) = bounds(k, span_ns);
                 *acc += to.min(hi).saturating_sub(from.max(lo));
             }
         };
@@ -89,10 +94,8 @@ pub fn over_time(
         }
         let mut pct = [0.0; PARTS];
         for (k, p) in pct.iter_mut().enumerate() {
-            let lo = span_ns as u128 * k as u128 / PARTS as u128;
-            let hi = span_ns as u128 * (k + 1) as u128 / PARTS as u128;
-            let len = (hi - lo).max(1) as f64;
-            *p = on[k] as f64 * 100.0 / len;
+            let (lo, hi) = bounds(k, span_ns);
+            *p = on[k] as f64 * 100.0 / (hi - lo).max(1) as f64;
         }
         o.on_mem_node_pct = Some(pct);
     }

@@ -505,10 +505,11 @@ pub fn newidle(e: &mut Multi, x: usize) {
         } else {
             balance_rq(e, x, level, Kind::NewlyIdle, &mut pass)
         };
-        if moved || e.rqs[x].curr.is_some() {
-            if e.rqs[x].curr.is_some() {
-                e.gate.pulled(x);
-            }
+        if e.rqs[x].curr.is_some() {
+            e.gate.pulled(x);
+            return;
+        }
+        if moved {
             return;
         }
     }

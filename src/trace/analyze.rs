@@ -171,7 +171,7 @@ pub struct TaskTrace {
     /// The CPU it was first seen on.
     pub first_cpu: Option<u32>,
     pub exited: bool,
-    /// Its moves over time, in tenths of the window
+    /// Its moves over time, in tenths of its life in the window
     /// ([`crate::analysis::over_time`]); absent from records written
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,12 +204,10 @@ struct State {
     /// None until the first switch (or fork) shows it.
     asleep: Option<bool>,
     seen_switch: bool,
-    exited: bool,
-    first_cpu: Option<u32>,
-    /// When it was first seen on a CPU (the window's start if it was
-    /// running then), and when it exited: its life, for
+    /// The CPU it was first seen on, and when (the window's start if it
+    /// was running then); when it exited. Its life, for
     /// [`crate::analysis::over_time`].
-    first_ns: Option<u64>,
+    first: Option<(u32, u64)>,
     exit_ns: Option<u64>,
     segments: Vec<Segment>,
     migrate_events: u64,
@@ -253,8 +251,7 @@ pub fn analyze(
                             ns: e.ts_ns - t,
                         });
                     }
-                    s.first_cpu.get_or_insert(e.cpu);
-                    s.first_ns.get_or_insert(since.unwrap_or(e.ts_ns));
+                    s.first.get_or_insert((e.cpu, since.unwrap_or(e.ts_ns)));
                     s.asleep = Some(!prev_runnable);
                     s.seen_switch = true;
                 }
@@ -271,8 +268,7 @@ pub fn analyze(
                         });
                     }
                     s.running = Some((e.cpu, e.ts_ns));
-                    s.first_cpu.get_or_insert(e.cpu);
-                    s.first_ns.get_or_insert(e.ts_ns);
+                    s.first.get_or_insert((e.cpu, e.ts_ns));
                     s.asleep = Some(false);
                     s.seen_switch = true;
                 }
@@ -284,8 +280,7 @@ pub fn analyze(
             } => {
                 let Some(s) = st.get_mut(&pid) else { continue };
                 s.migrate_events += 1;
-                s.first_cpu.get_or_insert(orig_cpu);
-                s.first_ns.get_or_insert(e.ts_ns);
+                s.first.get_or_insert((orig_cpu, e.ts_ns));
                 if orig_cpu == dest_cpu {
                     continue;
                 }
@@ -371,7 +366,6 @@ pub fn analyze(
             }
             Kind::Exit { pid } => {
                 if let Some(s) = st.get_mut(&pid) {
-                    s.exited = true;
                     s.exit_ns = Some(e.ts_ns);
                 }
             }
@@ -415,8 +409,8 @@ pub fn analyze(
                 balancing: Some(kinds),
                 cross_node_balancing: Some(cross_kinds),
                 residency: residency(topo, mem, &s.segments),
-                first_cpu: s.first_cpu,
-                exited: s.exited,
+                first_cpu: s.first.map(|f| f.0),
+                exited: s.exit_ns.is_some(),
                 over_time: life_over_time(topo, mem, &s, window),
                 moves: s
                     .moves
@@ -433,10 +427,6 @@ pub fn analyze(
         .collect()
 }
 
-#[cfg(test)]
-#[path = "analyze_tests.rs"]
-mod tests;
-
 /// A task's moves over its own life in the window (from its first sight
 /// to its exit, or the window's end), as a simulated task's are over its
 /// whole run.
@@ -446,7 +436,8 @@ fn life_over_time(
     s: &State,
     window: Window,
 ) -> Option<crate::analysis::OverTime> {
-    let first = s.first_ns?.max(window.start_ns);
+    let (first_cpu, first) = s.first?;
+    let first = first.max(window.start_ns);
     let end = s.exit_ns.unwrap_or(window.end_ns).max(first);
     let moves: Vec<(Migration, bool)> = s
         .moves
@@ -456,5 +447,9 @@ fn life_over_time(
             (Migration { t_ns: t, ..*m }, *c == Cause::NumaBalancing)
         })
         .collect();
-    crate::analysis::over_time(topo, mem, s.first_cpu, end - first, &moves)
+    crate::analysis::over_time(topo, mem, Some(first_cpu), end - first, &moves)
 }
+
+#[cfg(test)]
+#[path = "analyze_tests.rs"]
+mod tests;
