@@ -57,7 +57,7 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let load = Load::start(&spec)?;
     eprintln!(
-        "load: {}% on CPUs {} (period {:.1} ms, {} phases); Ctrl-C to stop",
+        "load: {}% on CPUs {} (period {:.3} ms, {} phases from CLOCK_MONOTONIC {:.6} s); Ctrl-C to stop",
         spec.percent,
         spec.cpus,
         spec.period_ms,
@@ -65,7 +65,8 @@ pub fn run(sysfs_root: &Path, a: &LoadArgs) -> anyhow::Result<()> {
             crate::load::LoadPhases::Staggered => "staggered".to_string(),
             crate::load::LoadPhases::Random => format!("random (seed {})", spec.seed),
             crate::load::LoadPhases::Spread => "spread".to_string(),
-        }
+        },
+        load.epoch_mono_ns() as f64 / 1e9
     );
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
     while !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d) {

@@ -210,9 +210,18 @@ pub struct Load {
     stop: Arc<StopPage>,
     workers: Vec<JoinHandle<()>>,
     spec: LoadSpec,
+    /// CLOCK_MONOTONIC (tracefs' `mono` clock) at the load's epoch, ns:
+    /// worker k's periods start at it plus its phase offset, so a trace
+    /// of the workers can be laid against their plan.
+    epoch_mono_ns: u64,
 }
 
 impl Load {
+    /// The load's epoch on CLOCK_MONOTONIC, ns ([`Load::epoch_mono_ns`]'s field).
+    pub fn epoch_mono_ns(&self) -> u64 {
+        self.epoch_mono_ns
+    }
+
     /// Starts one pinned worker per CPU. `percent` outside 0-100 or an empty
     /// list is the caller's error to catch first (see `commands::load`).
     pub fn start(spec: &LoadSpec) -> std::io::Result<Load> {
@@ -232,10 +241,27 @@ impl Load {
             stop,
             workers: Vec::new(),
             spec: spec.clone(),
+            epoch_mono_ns: 0,
         };
         let period_ns = spec.period().as_nanos() as f64;
         let offsets = spec.phases.offsets_ns(&spec.places, spec.seed, period_ns);
-        let epoch = Instant::now();
+        // Instant is CLOCK_MONOTONIC on Linux but keeps its value private:
+        // read between two reads of the clock, it is their midpoint, to
+        // within their distance. An emulator can run other vCPUs between
+        // two instructions, so the reads are retried until close.
+        let (mut epoch, mut best) = (Instant::now(), u64::MAX);
+        for _ in 0..20 {
+            let a = sys::mono_ns();
+            let e = Instant::now();
+            let b = sys::mono_ns();
+            if b - a < best {
+                (epoch, best) = (e, b - a);
+                load.epoch_mono_ns = a + (b - a) / 2;
+            }
+            if best < 20_000 {
+                break;
+            }
+        }
         for (k, cpu) in spec.cpus.iter().enumerate() {
             let stop = load.stop.clone();
             let busy = spec
