@@ -5,9 +5,18 @@
 //! probes, so the load is a closed form: whether a CPU's worker is busy at
 //! a time, when it last woke, and every worker's transitions in the order
 //! they come ([`Transitions`]).
+//!
+//! Under an emulator the shape is not the plan's ([`Reshape`], the lab
+//! profile's `emulator` section): one host thread runs the vCPUs in turn,
+//! so a spinning worker sees its busy part's end late (and, late by a
+//! whole idle part, spins on into the next period's busy part), and a
+//! sleeping one wakes late. Each CPU's lateness in each period is a draw
+//! from the measured distributions, from the sample's seed, so the load
+//! stays a closed form of time.
 
 use super::machine::Machine;
 use crate::load::LoadPhases;
+use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
 pub struct LoadModel {
@@ -16,6 +25,35 @@ pub struct LoadModel {
     pub busy_ns: f64,
     /// Phase of each CPU's worker, ns in [0, period).
     pub phase: Vec<f64>,
+    /// What an emulator does to the plan; None: the plan, as on hardware.
+    pub reshape: Option<Reshape>,
+}
+
+/// How late an emulated worker's transitions come, per CPU and period:
+/// its busy part ends `stop_late_ns` past the plan (a draw of those
+/// quantiles, the least first), and after an idle part it wakes
+/// `wake_late_ns` past its period's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reshape {
+    pub stop_late_ns: Vec<f64>,
+    pub wake_late_ns: Vec<f64>,
+    /// The draws' stream (the sample's seed: [`LoadModel::for_sample`]).
+    pub seed: u64,
+}
+
+/// The value at `u` in [0, 1) of a distribution given by evenly spaced
+/// quantiles `q` (the least first, the greatest last), linear between them;
+/// 0 when there are none.
+pub fn quantile(q: &[f64], u: f64) -> f64 {
+    match q.len() {
+        0 => 0.0,
+        1 => q[0],
+        n => {
+            let x = u.clamp(0.0, 1.0) * (n - 1) as f64;
+            let i = (x as usize).min(n - 2);
+            q[i] + (q[i + 1] - q[i]) * (x - i as f64)
+        }
+    }
 }
 
 impl LoadModel {
@@ -38,7 +76,25 @@ impl LoadModel {
             period_ns,
             busy_ns: period_ns * (percent / 100.0).clamp(0.0, 1.0),
             phase,
+            reshape: None,
         }
+    }
+
+    /// This load as an emulator reshapes it (None: as planned).
+    pub fn reshaped(mut self, reshape: Option<Reshape>) -> LoadModel {
+        // A load always busy or never busy has no transitions to move.
+        self.reshape = reshape.filter(|_| self.idle_gap_ns().is_finite());
+        self
+    }
+
+    /// The load one sample sees: its reshaping drawn from the sample's
+    /// own seed.
+    pub fn for_sample(&self, seed: u64) -> LoadModel {
+        let mut l = self.clone();
+        if let Some(r) = &mut l.reshape {
+            r.seed = seed;
+        }
+        l
     }
 
     /// `t` modulo the period, in [0, period) (floor division: rem_euclid
@@ -54,23 +110,166 @@ impl LoadModel {
 
     /// How long each worker sleeps a period, ns; infinite when it never
     /// runs or never sleeps (no wake-up to measure an idle period by).
+    /// Reshaped, the mean over its periods that have an idle part.
     pub fn idle_gap_ns(&self) -> f64 {
         if self.busy_ns <= 0.0 || self.busy_ns >= self.period_ns {
-            f64::INFINITY
-        } else {
-            self.period_ns - self.busy_ns
+            return f64::INFINITY;
         }
+        let gap = self.period_ns - self.busy_ns;
+        let Some(r) = &self.reshape else {
+            return gap;
+        };
+        // Means over 64 evenly spaced draws: the stops within the idle
+        // part, and every wake-up.
+        let draws = |q: &[f64]| {
+            (0..64)
+                .map(|i| quantile(q, (i as f64 + 0.5) / 64.0))
+                .collect::<Vec<_>>()
+        };
+        let stops: Vec<f64> = draws(&r.stop_late_ns)
+            .into_iter()
+            .filter(|&s| s < gap)
+            .collect();
+        if stops.is_empty() {
+            return f64::INFINITY;
+        }
+        let wake = draws(&r.wake_late_ns).iter().sum::<f64>() / 64.0;
+        gap - stops.iter().sum::<f64>() / stops.len() as f64 + wake
+    }
+
+    /// The share of the time a worker is busy (PELT's long-run view of it):
+    /// the plan's, or less the idle parts a reshaped load keeps, on
+    /// average.
+    pub fn busy_share(&self) -> f64 {
+        let plan = (self.busy_ns / self.period_ns).clamp(0.0, 1.0);
+        let Some(r) = &self.reshape else {
+            return plan;
+        };
+        let gap = self.period_ns - self.busy_ns;
+        let with_idle = (0..64)
+            .filter(|&i| quantile(&r.stop_late_ns, (i as f64 + 0.5) / 64.0) < gap)
+            .count() as f64
+            / 64.0;
+        let idle = if with_idle > 0.0 {
+            self.idle_gap_ns()
+        } else {
+            0.0
+        };
+        (1.0 - with_idle * idle / self.period_ns).clamp(0.0, 1.0)
+    }
+
+    /// CPU `c`'s period at load time `t`: its index and `t`'s offset in it.
+    fn period_of(&self, c: usize, t: f64) -> (i64, f64) {
+        let x = t - self.phase[c];
+        let k = floor(x / self.period_ns);
+        let w = x - k * self.period_ns;
+        if w >= self.period_ns {
+            (k as i64 + 1, 0.0)
+        } else {
+            (k as i64, w.max(0.0))
+        }
+    }
+
+    /// Reshaped: whether CPU `c`'s worker spins through period `k`'s idle
+    /// part (it saw its busy part's end only after the next period began).
+    fn no_idle_part(&self, r: &Reshape, c: usize, k: i64) -> bool {
+        let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, k as u64);
+        self.busy_ns + quantile(&r.stop_late_ns, u) >= self.period_ns
+    }
+
+    /// Reshaped: period `k`'s busy part of CPU `c`, as offsets [wake, stop)
+    /// in the period (stop = the period: it runs on into the next).
+    fn busy_part(&self, r: &Reshape, c: usize, k: i64) -> (f64, f64) {
+        let wake = if self.no_idle_part(r, c, k - 1) {
+            0.0
+        } else {
+            let u = super::rng::hash3(r.seed ^ 0x7761_6b65, c as u64, k as u64);
+            quantile(&r.wake_late_ns, u).min(self.period_ns)
+        };
+        if wake >= self.busy_ns {
+            // Woken past its busy part: it sleeps on to the next period
+            // (`load::resume`).
+            return (wake, wake);
+        }
+        let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, k as u64);
+        let stop = (self.busy_ns + quantile(&r.stop_late_ns, u)).min(self.period_ns);
+        (wake, stop)
     }
 
     /// Whether CPU `c`'s worker is busy at load time `t`.
     pub fn busy(&self, c: usize, t: f64) -> bool {
-        self.wrap(t - self.phase[c]) < self.busy_ns
+        match &self.reshape {
+            None => self.wrap(t - self.phase[c]) < self.busy_ns,
+            Some(r) => {
+                let (k, w) = self.period_of(c, t);
+                self.busy_in(r, c, k, w)
+            }
+        }
     }
 
-    /// The last time at or before load time `t` at which CPU `c`'s worker
-    /// began its busy part.
+    /// Whether CPU `c`'s worker is busy just after load time `t` (the
+    /// state a transition at `t` leaves). Reshaped, the step past `t` is
+    /// taken in the period's offset, not in `t`: at an hour's simulated
+    /// time a nanosecond's millionth is below `t`'s precision, and a
+    /// transition's own time lands on either side of its boundary.
+    pub fn busy_after(&self, c: usize, t: f64) -> bool {
+        match &self.reshape {
+            None => self.busy(c, t + 1e-6),
+            Some(r) => {
+                let (mut k, mut w) = self.period_of(c, t);
+                w += 0.01;
+                if w >= self.period_ns {
+                    (k, w) = (k + 1, w - self.period_ns);
+                }
+                self.busy_in(r, c, k, w)
+            }
+        }
+    }
+
+    /// Reshaped: busy at offset `w` of period `k`.
+    fn busy_in(&self, r: &Reshape, c: usize, k: i64, w: f64) -> bool {
+        let (wake, stop) = self.busy_part(r, c, k);
+        w >= wake && w < stop
+    }
+
+    /// The time at or before load time `t` at which CPU `c`'s worker,
+    /// busy at `t`, began its busy part.
     pub fn last_busy_start(&self, c: usize, t: f64) -> f64 {
-        t - self.wrap(t - self.phase[c])
+        let Some(r) = &self.reshape else {
+            return t - self.wrap(t - self.phase[c]);
+        };
+        // A busy part runs on through the periods with no idle part
+        // (bounded: a long run of them is a draw's rarity).
+        let (mut k, _) = self.period_of(c, t);
+        for _ in 0..1000 {
+            if !self.no_idle_part(r, c, k - 1) {
+                break;
+            }
+            k -= 1;
+        }
+        let (wake, _) = self.busy_part(r, c, k);
+        (self.phase[c] + k as f64 * self.period_ns + wake).min(t)
+    }
+
+    /// Reshaped: the first time after load time `t` at which CPU `c`'s
+    /// worker changes state.
+    fn next_flip(&self, r: &Reshape, c: usize, t: f64) -> f64 {
+        let now = self.busy_after(c, t);
+        let (k0, w0) = self.period_of(c, t);
+        for k in k0..k0 + 10_000 {
+            let s = self.phase[c] + k as f64 * self.period_ns;
+            let (wake, stop) = self.busy_part(r, c, k);
+            // The state after each boundary, read at its offset.
+            for w in [0.0, wake, stop] {
+                if (k > k0 || w > w0 + 0.01)
+                    && w < self.period_ns
+                    && self.busy_in(r, c, k, w + 0.01) != now
+                {
+                    return s + w;
+                }
+            }
+        }
+        f64::INFINITY
     }
 }
 
@@ -97,6 +296,9 @@ pub const EPS: f64 = 1e-3;
 /// events).
 #[derive(Debug, Clone)]
 pub struct Transitions {
+    /// Reshaped, the load's transitions are not periodic: each CPU's next
+    /// one, earliest first, and the load they come from.
+    reshaped: Option<(LoadModel, BinaryHeap<Next>)>,
     /// (offset within the period, CPU), sorted.
     at: Vec<(f64, usize)>,
     period_ns: f64,
@@ -108,6 +310,23 @@ pub struct Transitions {
 impl Transitions {
     /// The transitions after load time `t`.
     pub fn new(load: &LoadModel, t: f64) -> Transitions {
+        if let Some(r) = &load.reshape {
+            // Late past every idle part, the workers never sleep.
+            let heap = if load.busy_share() >= 1.0 {
+                BinaryHeap::new()
+            } else {
+                (0..load.phase.len())
+                    .map(|c| Next(load.next_flip(r, c, t), c))
+                    .collect()
+            };
+            return Transitions {
+                reshaped: Some((load.clone(), heap)),
+                at: Vec::new(),
+                period_ns: load.period_ns,
+                base: 0.0,
+                next: 0,
+            };
+        }
         let mut at: Vec<(f64, usize)> = if load.busy_ns <= 0.0 || load.busy_ns >= load.period_ns {
             Vec::new()
         } else {
@@ -122,6 +341,7 @@ impl Transitions {
         let base = floor(t / load.period_ns) * load.period_ns;
         let next = at.partition_point(|&(o, _)| base + o <= t + EPS);
         let mut tr = Transitions {
+            reshaped: None,
             at,
             period_ns: load.period_ns,
             base,
@@ -140,13 +360,46 @@ impl Transitions {
 
     /// The next transition: (load time, CPU); None without a duty cycle.
     pub fn peek(&self) -> Option<(f64, usize)> {
+        if let Some((_, heap)) = &self.reshaped {
+            return heap.peek().filter(|n| n.0.is_finite()).map(|n| (n.0, n.1));
+        }
         self.at.get(self.next).map(|&(o, c)| (self.base + o, c))
     }
 
     /// Steps past the next transition.
     pub fn pop(&mut self) {
+        if let Some((load, heap)) = &mut self.reshaped {
+            if let Some(Next(t, c)) = heap.pop() {
+                let r = load.reshape.as_ref().expect("reshaped");
+                heap.push(Next(load.next_flip(r, c, t), c));
+            }
+            return;
+        }
         self.next += 1;
         self.wrap();
+    }
+}
+
+/// A CPU's next transition in a heap: the earliest first, then the lower
+/// CPU.
+#[derive(Debug, Clone, Copy)]
+struct Next(f64, usize);
+
+impl PartialEq for Next {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Next {}
+impl PartialOrd for Next {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Next {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // Reversed: BinaryHeap is a max-heap.
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
     }
 }
 
@@ -189,5 +442,143 @@ mod tests {
             let l = LoadModel::new(&m, pct, 20_618_000.0);
             assert_eq!(Transitions::new(&l, 0.0).peek(), None);
         }
+    }
+
+    /// A lab-like reshaping: stops 0-8 ms late (a third past the 8.25 ms
+    /// idle part), wake-ups 0-4 ms late.
+    fn reshape() -> Reshape {
+        Reshape {
+            stop_late_ns: vec![0.0, 2e6, 4e6, 9e6, 12e6],
+            wake_late_ns: vec![0.0, 1e6, 2e6, 3e6, 4e6],
+            seed: 0,
+        }
+    }
+
+    /// Regression: read a nanosecond's millionth past the transition's
+    /// time, the state after a transition an hour into a sample was the
+    /// one before it (below the time's precision), and the engine missed
+    /// one busy part in ten.
+    #[test]
+    fn a_reshaped_load_flips_at_each_transition_and_keeps_its_drawn_busy_share() {
+        let m = machine();
+        let base = LoadModel::new(&m, 60.0, 20_618_000.0).reshaped(Some(reshape()));
+        let l = base.for_sample(7);
+        for start in [3_000_000.0, 3.6e12] {
+            let periods = 200.0;
+            let end = start + periods * l.period_ns;
+            let mut tr = Transitions::new(&l, start);
+            let mut t = start;
+            let mut busy_ns = vec![0.0; m.len()];
+            let mut state: Vec<bool> = (0..m.len()).map(|c| l.busy_after(c, start)).collect();
+            let mut since = vec![start; m.len()];
+            let mut idle_parts = 0;
+            let mut flips = vec![Vec::new(); m.len()];
+            while let Some((at, c)) = tr.peek() {
+                if at > end {
+                    break;
+                }
+                assert!(at > t - EPS, "{at} after {t}");
+                let now = l.busy_after(c, at);
+                assert_ne!(l.busy(c, at - 1e3), now, "CPU {c} at {at}");
+                assert_ne!(state[c], now, "CPU {c} at {at}: no flip");
+                if state[c] {
+                    busy_ns[c] += at - since[c];
+                } else {
+                    // Woken: its busy part began here.
+                    assert!(
+                        (l.last_busy_start(c, at + 1e3) - at).abs() < 1.0,
+                        "CPU {c} at {at}"
+                    );
+                }
+                idle_parts += state[c] as usize;
+                state[c] = now;
+                since[c] = at;
+                flips[c].push(at);
+                t = at;
+                tr.pop();
+            }
+            for c in 0..m.len() {
+                busy_ns[c] += if state[c] { end - since[c] } else { 0.0 };
+            }
+            // The flips are where a scan of the state in 10 us steps sees
+            // it change, over the first 20 periods of three CPUs.
+            for c in [0, 17, 55] {
+                let mut x = start + 5e3;
+                let mut prev = l.busy(c, x);
+                let mut seen = Vec::new();
+                while x < start + 20.0 * l.period_ns {
+                    x += 1e4;
+                    let now = l.busy(c, x);
+                    if now != prev {
+                        seen.push(x);
+                    }
+                    prev = now;
+                }
+                let heap: Vec<f64> = flips[c]
+                    .iter()
+                    .copied()
+                    .filter(|&f| f < seen.last().copied().unwrap_or(0.0) + 1e4)
+                    .collect();
+                assert_eq!(heap.len(), seen.len(), "CPU {c} from {start}");
+                assert!(
+                    heap.iter().zip(&seen).all(|(a, b)| (a - b).abs() <= 1e4),
+                    "CPU {c}"
+                );
+            }
+            let share = busy_ns.iter().sum::<f64>() / (m.len() as f64 * (end - start));
+            // Later and fewer idle parts than the plan's 0.60 and one a period.
+            assert!(
+                (share - l.busy_share()).abs() < 0.02,
+                "{share} {} from {start}",
+                l.busy_share()
+            );
+            assert!(share > 0.65, "{share}");
+            let per_period = idle_parts as f64 / (m.len() as f64 * periods);
+            assert!(
+                (0.55..0.8).contains(&per_period),
+                "{per_period} from {start}"
+            );
+        }
+        // Another sample's draws differ; the same sample's do not.
+        let other = base.for_sample(8);
+        let differ = (0..m.len()).any(|c| {
+            (0..50).any(|k| {
+                let t = 3e6 + k as f64 * 1e6;
+                l.busy(c, t) != other.busy(c, t)
+            })
+        });
+        assert!(differ);
+        assert_eq!(l.for_sample(7).busy(3, 5e7), l.busy(3, 5e7));
+        // Unreshaped, as planned.
+        let plan = LoadModel::new(&m, 60.0, 20_618_000.0).reshaped(None);
+        assert_eq!(plan.busy_share(), 0.6);
+        assert_eq!(plan.idle_gap_ns(), 20_618_000.0 * 0.4);
+    }
+
+    #[test]
+    fn a_stop_later_than_the_idle_part_leaves_no_idle_part_and_no_late_wake_up() {
+        let m = machine();
+        let late = |stop_ms: f64| Reshape {
+            stop_late_ns: vec![stop_ms * 1e6],
+            wake_late_ns: vec![3e6],
+            seed: 1,
+        };
+        let p = 20_618_000.0;
+        let l = LoadModel::new(&m, 60.0, p).reshaped(Some(late(1.0)));
+        let c = 5;
+        let s = l.phase[c] + 10.0 * p;
+        // Wakes 3 ms into its period, stops 1 ms past the plan's end.
+        assert!(!l.busy(c, s + 2.9e6) && l.busy(c, s + 3.1e6));
+        assert!(l.busy(c, s + 0.6 * p + 0.9e6) && !l.busy(c, s + 0.6 * p + 1.1e6));
+        assert!((l.idle_gap_ns() - (0.4 * p - 1e6 + 3e6)).abs() < 1.0);
+        // Late past the idle part: busy throughout, every period.
+        let l = LoadModel::new(&m, 60.0, p).reshaped(Some(late(9.0)));
+        assert!((0..100).all(|i| l.busy(c, s + i as f64 * 0.37e6)));
+        assert_eq!(l.busy_share(), 1.0);
+        assert_eq!(l.idle_gap_ns(), f64::INFINITY);
+        assert_eq!(Transitions::new(&l, s).peek(), None);
+        // A load that never sleeps has nothing to reshape.
+        let full = LoadModel::new(&m, 100.0, p).reshaped(Some(late(1.0)));
+        assert!(full.reshape.is_none());
     }
 }

@@ -113,7 +113,8 @@ impl Simulator {
         phases: crate::load::LoadPhases,
         seed: u64,
     ) -> Simulator {
-        let load = load::LoadModel::shaped(&machine, load_percent, period_ns, phases, seed);
+        let load = load::LoadModel::shaped(&machine, load_percent, period_ns, phases, seed)
+            .reshaped(profile.emulator.reshape(machine.len()));
         Simulator {
             machine,
             profile,

@@ -204,7 +204,8 @@ impl Ord for At {
 pub struct Multi<'a> {
     pub m: &'a Machine,
     pub p: &'a Profile,
-    pub load: &'a LoadModel,
+    /// The load as this sample sees it ([`LoadModel::for_sample`]).
+    pub load: LoadModel,
     pub spec: &'a JobsSpec,
     pub rng: Rng,
     shift: f64,
@@ -267,7 +268,8 @@ pub struct Multi<'a> {
 }
 
 impl<'a> Multi<'a> {
-    pub fn new(m: &'a Machine, p: &'a Profile, load: &'a LoadModel, spec: &'a JobsSpec) -> Self {
+    pub fn new(m: &'a Machine, p: &'a Profile, load: &LoadModel, spec: &'a JobsSpec) -> Self {
+        let load = load.for_sample(spec.seed);
         let mut rng = Rng::new(spec.seed);
         let shift = rng.unit() * load.period_ns;
         let tick_ns = 1e9 / p.kernel.hz as f64;
@@ -329,6 +331,9 @@ impl<'a> Multi<'a> {
         Multi {
             m,
             p,
+            gate: NewIdleGate::new(m, p, spec.migration_cost_ns, load.idle_gap_ns(), spec.seed),
+            transitions: super::load::Transitions::new(&load, shift),
+            duty: load.busy_share(),
             load,
             spec,
             rng,
@@ -349,16 +354,13 @@ impl<'a> Multi<'a> {
             group_imbalance: vec![false; m.span_count()],
             crowded: 0,
             overloaded: false,
-            gate: NewIdleGate::new(m, p, spec.migration_cost_ns, load.idle_gap_ns(), spec.seed),
             alive: spec.jobs.len(),
             ticks: 0,
             events: 0,
             limit_ns: f64::INFINITY,
             runaway: None,
             order: Vec::new(),
-            transitions: super::load::Transitions::new(load, shift),
             idle: IdleBits::new(m),
-            duty: load.busy_ns / load.period_ns,
             span_count: (0..m.span_count())
                 .map(|g| SpanCount {
                     idle_cpus: m.span(g).len(),
@@ -506,7 +508,7 @@ impl<'a> Multi<'a> {
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::Load(c) => {
-                let busy = self.load.busy(c, self.lt(self.t) + 1e-6);
+                let busy = self.load.busy_after(c, self.lt(self.t));
                 if busy != self.rqs[c].worker_busy {
                     self.set_rq(c, busy, 0);
                     if busy {

@@ -47,7 +47,7 @@ impl NumaView for JobView<'_, '_> {
         let nr_running = cpus.iter().map(|&c| e.rqs[c].nr_running()).sum();
         let probes: usize = cpus.iter().map(|&c| e.rqs[c].probes).sum();
         let probe_cpus = cpus.iter().filter(|&&c| e.rqs[c].probes > 0).count();
-        let duty = e.load.busy_ns / e.load.period_ns;
+        let duty = e.duty;
         NodeStats::long_run(cpus.len(), nr_running, duty, probe_cpus, probes)
     }
 

@@ -482,7 +482,7 @@ fn check_counts(e: &Multi) {
     }
     // The tick passes over a CPU by its due time alone: it must be the
     // least due time of its domains, as set_due() computes it.
-    let mut f = Multi::new(e.m, e.p, e.load, e.spec);
+    let mut f = Multi::new(e.m, e.p, &e.load, e.spec);
     f.last_balance.clone_from(&e.last_balance);
     f.relaxed.clone_from(&e.relaxed);
     for c in 0..e.m.len() {

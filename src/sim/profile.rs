@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 10;
+pub const MODEL_VERSION: u32 = 11;
 
 /// Bytes per cache line.
 pub(super) const LINE: f64 = 64.0;
@@ -34,6 +34,10 @@ pub struct Profile {
     /// Left out of the profile's record when there is none.
     #[serde(default, skip_serializing_if = "Noise::is_none")]
     pub noise: Noise,
+    /// What an emulator does that hardware does not (the lab's profile).
+    /// Left out of the profile's record when there is none.
+    #[serde(default, skip_serializing_if = "Emulator::is_none")]
+    pub emulator: Emulator,
     /// Field -> where its value comes from (a URL, the seed, "assumed").
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -118,6 +122,54 @@ pub struct KernelCosts {
     /// empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub newidle_cost_ms_per_cpu: Vec<f64>,
+}
+
+/// What an emulator does to the machine it runs: under single-threaded
+/// TCG one host thread runs the vCPUs in turn, so the guest's own load
+/// keeps a shape that is not its plan ([`super::load::Reshape`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emulator {
+    /// The load's lateness per guest size: vCPU count ("4", "8") ->
+    /// quantiles. A machine takes the size nearest its CPU count (the
+    /// smaller at a tie). Empty (the default): the plan, as on hardware.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub load: BTreeMap<String, LoadLateness>,
+}
+
+/// How late `numalab load`'s workers are, as evenly spaced quantiles (the
+/// least first, the greatest last), ms.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadLateness {
+    /// How long past its busy part's planned end a worker goes on
+    /// spinning; as long as the idle part or longer, it spins on through
+    /// the next period's busy part (no idle part that period).
+    pub stop_late_ms: Vec<f64>,
+    /// How long past its period's start a worker that slept wakes.
+    pub wake_late_ms: Vec<f64>,
+}
+
+impl Emulator {
+    pub fn is_none(&self) -> bool {
+        self.load.is_empty()
+    }
+
+    /// The load's reshaping on a machine of `cpus` CPUs: the nearest
+    /// guest size's (None: no emulator).
+    pub fn reshape(&self, cpus: usize) -> Option<super::load::Reshape> {
+        let (_, l) = self
+            .load
+            .iter()
+            .filter_map(|(k, l)| k.parse::<usize>().ok().map(|n| (n, l)))
+            .min_by_key(|&(n, _)| (n.abs_diff(cpus), n))?;
+        let ns = |v: &[f64]| v.iter().map(|ms| ms * 1e6).collect();
+        Some(super::load::Reshape {
+            stop_late_ns: ns(&l.stop_late_ms),
+            wake_late_ns: ns(&l.wake_late_ms),
+            seed: 0,
+        })
+    }
 }
 
 /// The machine's own sample-to-sample spread: what makes two runs of the
@@ -257,6 +309,23 @@ impl Profile {
                 "kernel.newidle_cost_ms_per_cpu must be quantiles, least first: {q:?}"
             ));
         }
+        for (size, l) in &self.emulator.load {
+            if !size.parse::<usize>().is_ok_and(|n| n > 0) {
+                return Err(format!("emulator.load key {size:?} is not a vCPU count"));
+            }
+            for (name, q) in [
+                ("stop_late_ms", &l.stop_late_ms),
+                ("wake_late_ms", &l.wake_late_ms),
+            ] {
+                let what = format!("emulator.load.{size}.{name}");
+                for (i, &ms) in q.iter().enumerate() {
+                    nonneg(ms, &format!("{what}[{i}]"))?;
+                }
+                if q.is_empty() || q.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(format!("{what} must be quantiles, least first: {q:?}"));
+                }
+            }
+        }
         if !(self.noise.sample_cv.is_finite() && (0.0..0.5).contains(&self.noise.sample_cv)) {
             return Err(format!(
                 "noise.sample_cv must be in [0, 0.5), not {}",
@@ -377,6 +446,50 @@ mod tests {
             );
             let e = Profile::from_toml(&bad, "x").unwrap_err().to_string();
             assert!(e.contains("kernel.newidle_cost_ms_per_cpu"), "{q}: {e}");
+        }
+        let emulator = |size: &str, stop: &str| {
+            format!("{text}\n[emulator.load.\"{size}\"]\nstop_late_ms = {stop}\nwake_late_ms = [0.0, 1.0]\n")
+        };
+        for (size, stop, field) in [
+            ("four", "[0.0, 1.0]", "emulator.load key \"four\""),
+            ("0", "[0.0, 1.0]", "emulator.load key \"0\""),
+            ("4", "[1.0, 0.5]", "emulator.load.4.stop_late_ms"),
+            ("4", "[-1.0, 0.5]", "emulator.load.4.stop_late_ms[0]"),
+            ("4", "[]", "emulator.load.4.stop_late_ms"),
+        ] {
+            let e = Profile::from_toml(&emulator(size, stop), "x")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{size} {stop}: {e}");
+        }
+        assert!(Profile::from_toml(&emulator("4", "[0.0, 1.0]"), "x").is_ok());
+    }
+
+    /// A machine takes the guest size nearest its CPU count, the smaller
+    /// at a tie; a profile without an emulator reshapes nothing.
+    #[test]
+    fn the_emulator_reshapes_the_load_by_the_nearest_guest_size() {
+        let mut e = Emulator::default();
+        assert!(e.is_none() && e.reshape(4).is_none());
+        for (size, ms) in [("4", 1.0), ("8", 2.0)] {
+            e.load.insert(
+                size.into(),
+                LoadLateness {
+                    stop_late_ms: vec![0.0, ms],
+                    wake_late_ms: vec![ms],
+                },
+            );
+        }
+        let wake = |cpus| e.reshape(cpus).unwrap().wake_late_ns[0];
+        assert_eq!(
+            (wake(2), wake(4), wake(6), wake(7), wake(64)),
+            (1e6, 1e6, 1e6, 2e6, 2e6)
+        );
+        assert_eq!(e.reshape(8).unwrap().stop_late_ns, vec![0.0, 2e6]);
+        // The lab's own profile has one; the hardware ones have none.
+        assert!(!Profile::load("lab-tcg").unwrap().emulator.is_none());
+        for hw in ["xeon-8167m", "epyc-7551", "generic"] {
+            assert!(Profile::load(hw).unwrap().emulator.is_none(), "{hw}");
         }
     }
 
