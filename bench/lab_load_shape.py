@@ -93,6 +93,9 @@ def main():
             elif f[1] in ("W", "S") and len(f) == 5:
                 phases.setdefault(f[2], {}).setdefault(int(f[3]), []).append((float(f[4]), f[1]))
         for ph, events in phases.items():
+            if ph not in epoch or ph not in n:
+                print(f"{t:<12} {ph:<6} no load epoch or vCPU count in the guest's output", file=sys.stderr)
+                sys.exit(1)
             o = shape(events, epoch[ph], n[ph])
             if not o["span"]:
                 print(f"{t:<12} {ph:<6} nothing traced")

@@ -14,13 +14,15 @@
 #     start (W), as quantiles in ms, and the share of periods with no idle
 #     part at all (the worker saw its deadline only after the next period
 #     had begun);
-#   - both per other vCPU (U / (vCPUs - 1)), the unit in which the lab
-#     profile states them (one host thread serves the vCPUs in turn).
+#   - the quantiles `profiles/lab-tcg.toml` takes as `emulator.load."N"`,
+#     pooled per guest size (vCPUs) over the guests given, with the probe
+#     beside the load.
 # The plan's period grid is the load's own: its start line names its epoch
 # on CLOCK_MONOTONIC, the clock the trace is kept in, and worker k (CPU k)
 # starts k/n of a period after it (staggered phases).
 #
-#   bash bench/lab_load_shape.sh [TOPOLOGY...]   (default: 2node 4node-smt 4node)
+#   bash bench/lab_load_shape.sh [TOPOLOGY...]   (default: 2node 4node, the
+#   guests the lab profile's 4- and 8-vCPU figures come from)
 #
 # With LAB_OUT=DIR the guests' raw output is kept there (DIR/TOPOLOGY.out),
 # for `python3 bench/lab_load_shape.py DIR TOPOLOGY...` to read again.
@@ -30,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 topos=("$@")
-((${#topos[@]})) || topos=(2node 4node-smt 4node)
+((${#topos[@]})) || topos=(2node 4node)
 source bench/guest_numalab.sh
 cat >"$tmp/script.sh" <<'SH'
 n=$(grep -c ^processor /proc/cpuinfo)

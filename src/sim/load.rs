@@ -83,7 +83,8 @@ impl LoadModel {
     /// This load as an emulator reshapes it (None: as planned).
     pub fn reshaped(mut self, reshape: Option<Reshape>) -> LoadModel {
         // A load always busy or never busy has no transitions to move.
-        self.reshape = reshape.filter(|_| self.idle_gap_ns().is_finite());
+        let cycles = self.busy_ns > 0.0 && self.busy_ns < self.period_ns;
+        self.reshape = reshape.filter(|_| cycles);
         self
     }
 
@@ -110,52 +111,59 @@ impl LoadModel {
 
     /// How long each worker sleeps a period, ns; infinite when it never
     /// runs or never sleeps (no wake-up to measure an idle period by).
-    /// Reshaped, the mean over its periods that have an idle part.
+    /// Reshaped, the mean idle part ([`LoadModel::reshaped_shape`]).
     pub fn idle_gap_ns(&self) -> f64 {
         if self.busy_ns <= 0.0 || self.busy_ns >= self.period_ns {
             return f64::INFINITY;
         }
-        let gap = self.period_ns - self.busy_ns;
-        let Some(r) = &self.reshape else {
-            return gap;
-        };
-        // Means over 64 evenly spaced draws: the stops within the idle
-        // part, and every wake-up.
-        let draws = |q: &[f64]| {
-            (0..64)
-                .map(|i| quantile(q, (i as f64 + 0.5) / 64.0))
-                .collect::<Vec<_>>()
-        };
-        let stops: Vec<f64> = draws(&r.stop_late_ns)
-            .into_iter()
-            .filter(|&s| s < gap)
-            .collect();
-        if stops.is_empty() {
-            return f64::INFINITY;
+        match &self.reshape {
+            None => self.period_ns - self.busy_ns,
+            Some(r) => self.reshaped_shape(r).1,
         }
-        let wake = draws(&r.wake_late_ns).iter().sum::<f64>() / 64.0;
-        gap - stops.iter().sum::<f64>() / stops.len() as f64 + wake
     }
 
     /// The share of the time a worker is busy (PELT's long-run view of it):
-    /// the plan's, or less the idle parts a reshaped load keeps, on
-    /// average.
+    /// the plan's, or a reshaped load's own.
     pub fn busy_share(&self) -> f64 {
-        let plan = (self.busy_ns / self.period_ns).clamp(0.0, 1.0);
-        let Some(r) = &self.reshape else {
-            return plan;
+        match &self.reshape {
+            None => (self.busy_ns / self.period_ns).clamp(0.0, 1.0),
+            Some(r) => self.reshaped_shape(r).0,
+        }
+    }
+
+    /// A reshaped load's busy share and mean idle part (infinite when no
+    /// idle part ends), over 4096 periods of one worker drawn from a
+    /// stream of their own, so every sample's load is described alike.
+    fn reshaped_shape(&self, r: &Reshape) -> (f64, f64) {
+        let r = Reshape {
+            seed: 0x0073_6861_7065,
+            ..r.clone()
         };
-        let gap = self.period_ns - self.busy_ns;
-        let with_idle = (0..64)
-            .filter(|&i| quantile(&r.stop_late_ns, (i as f64 + 0.5) / 64.0) < gap)
-            .count() as f64
-            / 64.0;
-        let idle = if with_idle > 0.0 {
-            self.idle_gap_ns()
+        let periods = 4096;
+        let (mut busy, mut idle, mut parts) = (0.0, 0.0, 0);
+        // Where the last busy part ended, in ns from period 0's start.
+        let mut ended: Option<f64> = None;
+        for k in 0..periods {
+            let (wake, stop) = self.busy_part(&r, 0, k);
+            if stop <= wake {
+                continue;
+            }
+            let s = k as f64 * self.period_ns;
+            busy += stop - wake;
+            if let Some(e) = ended {
+                if s + wake > e + EPS {
+                    idle += s + wake - e;
+                    parts += 1;
+                }
+            }
+            ended = Some(s + stop);
+        }
+        let mean = if parts == 0 {
+            f64::INFINITY
         } else {
-            0.0
+            idle / parts as f64
         };
-        (1.0 - with_idle * idle / self.period_ns).clamp(0.0, 1.0)
+        (busy / (periods as f64 * self.period_ns), mean)
     }
 
     /// CPU `c`'s period at load time `t`: its index and `t`'s offset in it.
@@ -171,10 +179,31 @@ impl LoadModel {
     }
 
     /// Reshaped: whether CPU `c`'s worker spins through period `k`'s idle
-    /// part (it saw its busy part's end only after the next period began).
+    /// part: it saw its busy part's end only after the next period began,
+    /// having had a busy part (woken past it, the worker slept at once:
+    /// `load::resume`). The wake-up is late only after an idle part, so
+    /// this looks back over the periods woken past their busy part
+    /// (rare: 64 in a row is taken as an idle part before them).
     fn no_idle_part(&self, r: &Reshape, c: usize, k: i64) -> bool {
-        let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, k as u64);
-        self.busy_ns + quantile(&r.stop_late_ns, u) >= self.period_ns
+        for j in (k - 64..=k).rev() {
+            let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, j as u64);
+            if self.busy_ns + quantile(&r.stop_late_ns, u) < self.period_ns {
+                return false;
+            }
+            if self.drawn_wake(r, c, j) < self.busy_ns {
+                return true;
+            }
+            // Its busy part is there only if the period before ran on
+            // into it.
+        }
+        false
+    }
+
+    /// Reshaped: how late CPU `c`'s worker wakes in period `k` after an
+    /// idle part.
+    fn drawn_wake(&self, r: &Reshape, c: usize, k: i64) -> f64 {
+        let u = super::rng::hash3(r.seed ^ 0x7761_6b65, c as u64, k as u64);
+        quantile(&r.wake_late_ns, u).min(self.period_ns)
     }
 
     /// Reshaped: period `k`'s busy part of CPU `c`, as offsets [wake, stop)
@@ -183,8 +212,7 @@ impl LoadModel {
         let wake = if self.no_idle_part(r, c, k - 1) {
             0.0
         } else {
-            let u = super::rng::hash3(r.seed ^ 0x7761_6b65, c as u64, k as u64);
-            quantile(&r.wake_late_ns, u).min(self.period_ns)
+            self.drawn_wake(r, c, k)
         };
         if wake >= self.busy_ns {
             // Woken past its busy part: it sleeps on to the next period
@@ -262,6 +290,7 @@ impl LoadModel {
             // The state after each boundary, read at its offset.
             for w in [0.0, wake, stop] {
                 if (k > k0 || w > w0 + 0.01)
+                    && s + w > t
                     && w < self.period_ns
                     && self.busy_in(r, c, k, w + 0.01) != now
                 {
@@ -290,10 +319,11 @@ pub fn floor(x: f64) -> f64 {
 pub const EPS: f64 = 1e-3;
 
 /// Every worker's transitions (it starts or stops its busy part), in the
-/// order they happen: the load repeats each period, so the next one is a
-/// step along a list sorted once, not a search or a heap (on the 128-CPU
+/// order they happen: the planned load repeats each period, so the next
+/// one is a step along a list sorted once, not a search or a heap (on the 128-CPU
 /// EPYC they were a third of the several-probe engine's time as heap
-/// events).
+/// events). A reshaped load does not repeat: each CPU's next transition
+/// is found from its draws and kept in a heap.
 #[derive(Debug, Clone)]
 pub struct Transitions {
     /// Reshaped, the load's transitions are not periodic: each CPU's next
@@ -311,8 +341,10 @@ impl Transitions {
     /// The transitions after load time `t`.
     pub fn new(load: &LoadModel, t: f64) -> Transitions {
         if let Some(r) = &load.reshape {
-            // Late past every idle part, the workers never sleep.
-            let heap = if load.busy_share() >= 1.0 {
+            // Late past every idle part the workers never sleep; woken
+            // past every busy part, they never run.
+            let share = load.busy_share();
+            let heap = if share >= 1.0 || share <= 0.0 {
                 BinaryHeap::new()
             } else {
                 (0..load.phase.len())
@@ -404,181 +436,5 @@ impl Ord for Next {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::topology::presets;
-
-    fn machine() -> Machine {
-        Machine::new(&presets::find("xeon-8167m-2n").unwrap().topology()).unwrap()
-    }
-
-    #[test]
-    fn transitions_come_in_time_order_and_each_flips_its_worker() {
-        let m = machine();
-        for phases in [LoadPhases::Staggered, LoadPhases::Random] {
-            let l = LoadModel::shaped(&m, 60.0, 20_618_000.0, phases, 3);
-            let start = 3_000_000.0;
-            let mut tr = Transitions::new(&l, start);
-            let mut t = start;
-            let mut seen = vec![0; m.len()];
-            // Two periods: every worker wakes and sleeps twice.
-            while let Some((at, c)) = tr.peek() {
-                if at > start + 2.0 * l.period_ns {
-                    break;
-                }
-                assert!(at > t - EPS, "{at} after {t}");
-                assert_ne!(l.busy(c, at - 1.0), l.busy(c, at + 1.0), "CPU {c} at {at}");
-                if l.busy(c, at + 1.0) {
-                    assert!((l.last_busy_start(c, at + 1.0) - at).abs() < 1e-3);
-                }
-                seen[c] += 1;
-                t = at;
-                tr.pop();
-            }
-            assert!(seen.iter().all(|&k| k == 4), "{seen:?}");
-        }
-        // No duty cycle, no transitions.
-        for pct in [0.0, 100.0] {
-            let l = LoadModel::new(&m, pct, 20_618_000.0);
-            assert_eq!(Transitions::new(&l, 0.0).peek(), None);
-        }
-    }
-
-    /// A lab-like reshaping: stops 0-8 ms late (a third past the 8.25 ms
-    /// idle part), wake-ups 0-4 ms late.
-    fn reshape() -> Reshape {
-        Reshape {
-            stop_late_ns: vec![0.0, 2e6, 4e6, 9e6, 12e6],
-            wake_late_ns: vec![0.0, 1e6, 2e6, 3e6, 4e6],
-            seed: 0,
-        }
-    }
-
-    /// Regression: read a nanosecond's millionth past the transition's
-    /// time, the state after a transition an hour into a sample was the
-    /// one before it (below the time's precision), and the engine missed
-    /// one busy part in ten.
-    #[test]
-    fn a_reshaped_load_flips_at_each_transition_and_keeps_its_drawn_busy_share() {
-        let m = machine();
-        let base = LoadModel::new(&m, 60.0, 20_618_000.0).reshaped(Some(reshape()));
-        let l = base.for_sample(7);
-        for start in [3_000_000.0, 3.6e12] {
-            let periods = 200.0;
-            let end = start + periods * l.period_ns;
-            let mut tr = Transitions::new(&l, start);
-            let mut t = start;
-            let mut busy_ns = vec![0.0; m.len()];
-            let mut state: Vec<bool> = (0..m.len()).map(|c| l.busy_after(c, start)).collect();
-            let mut since = vec![start; m.len()];
-            let mut idle_parts = 0;
-            let mut flips = vec![Vec::new(); m.len()];
-            while let Some((at, c)) = tr.peek() {
-                if at > end {
-                    break;
-                }
-                assert!(at > t - EPS, "{at} after {t}");
-                let now = l.busy_after(c, at);
-                assert_ne!(l.busy(c, at - 1e3), now, "CPU {c} at {at}");
-                assert_ne!(state[c], now, "CPU {c} at {at}: no flip");
-                if state[c] {
-                    busy_ns[c] += at - since[c];
-                } else {
-                    // Woken: its busy part began here.
-                    assert!(
-                        (l.last_busy_start(c, at + 1e3) - at).abs() < 1.0,
-                        "CPU {c} at {at}"
-                    );
-                }
-                idle_parts += state[c] as usize;
-                state[c] = now;
-                since[c] = at;
-                flips[c].push(at);
-                t = at;
-                tr.pop();
-            }
-            for c in 0..m.len() {
-                busy_ns[c] += if state[c] { end - since[c] } else { 0.0 };
-            }
-            // The flips are where a scan of the state in 10 us steps sees
-            // it change, over the first 20 periods of three CPUs.
-            for c in [0, 17, 55] {
-                let mut x = start + 5e3;
-                let mut prev = l.busy(c, x);
-                let mut seen = Vec::new();
-                while x < start + 20.0 * l.period_ns {
-                    x += 1e4;
-                    let now = l.busy(c, x);
-                    if now != prev {
-                        seen.push(x);
-                    }
-                    prev = now;
-                }
-                let heap: Vec<f64> = flips[c]
-                    .iter()
-                    .copied()
-                    .filter(|&f| f < seen.last().copied().unwrap_or(0.0) + 1e4)
-                    .collect();
-                assert_eq!(heap.len(), seen.len(), "CPU {c} from {start}");
-                assert!(
-                    heap.iter().zip(&seen).all(|(a, b)| (a - b).abs() <= 1e4),
-                    "CPU {c}"
-                );
-            }
-            let share = busy_ns.iter().sum::<f64>() / (m.len() as f64 * (end - start));
-            // Later and fewer idle parts than the plan's 0.60 and one a period.
-            assert!(
-                (share - l.busy_share()).abs() < 0.02,
-                "{share} {} from {start}",
-                l.busy_share()
-            );
-            assert!(share > 0.65, "{share}");
-            let per_period = idle_parts as f64 / (m.len() as f64 * periods);
-            assert!(
-                (0.55..0.8).contains(&per_period),
-                "{per_period} from {start}"
-            );
-        }
-        // Another sample's draws differ; the same sample's do not.
-        let other = base.for_sample(8);
-        let differ = (0..m.len()).any(|c| {
-            (0..50).any(|k| {
-                let t = 3e6 + k as f64 * 1e6;
-                l.busy(c, t) != other.busy(c, t)
-            })
-        });
-        assert!(differ);
-        assert_eq!(l.for_sample(7).busy(3, 5e7), l.busy(3, 5e7));
-        // Unreshaped, as planned.
-        let plan = LoadModel::new(&m, 60.0, 20_618_000.0).reshaped(None);
-        assert_eq!(plan.busy_share(), 0.6);
-        assert_eq!(plan.idle_gap_ns(), 20_618_000.0 * 0.4);
-    }
-
-    #[test]
-    fn a_stop_later_than_the_idle_part_leaves_no_idle_part_and_no_late_wake_up() {
-        let m = machine();
-        let late = |stop_ms: f64| Reshape {
-            stop_late_ns: vec![stop_ms * 1e6],
-            wake_late_ns: vec![3e6],
-            seed: 1,
-        };
-        let p = 20_618_000.0;
-        let l = LoadModel::new(&m, 60.0, p).reshaped(Some(late(1.0)));
-        let c = 5;
-        let s = l.phase[c] + 10.0 * p;
-        // Wakes 3 ms into its period, stops 1 ms past the plan's end.
-        assert!(!l.busy(c, s + 2.9e6) && l.busy(c, s + 3.1e6));
-        assert!(l.busy(c, s + 0.6 * p + 0.9e6) && !l.busy(c, s + 0.6 * p + 1.1e6));
-        assert!((l.idle_gap_ns() - (0.4 * p - 1e6 + 3e6)).abs() < 1.0);
-        // Late past the idle part: busy throughout, every period.
-        let l = LoadModel::new(&m, 60.0, p).reshaped(Some(late(9.0)));
-        assert!((0..100).all(|i| l.busy(c, s + i as f64 * 0.37e6)));
-        assert_eq!(l.busy_share(), 1.0);
-        assert_eq!(l.idle_gap_ns(), f64::INFINITY);
-        assert_eq!(Transitions::new(&l, s).peek(), None);
-        // A load that never sleeps has nothing to reshape.
-        let full = LoadModel::new(&m, 100.0, p).reshaped(Some(late(1.0)));
-        assert!(full.reshape.is_none());
-    }
-}
+#[path = "load_tests.rs"]
+mod tests;

@@ -342,6 +342,16 @@ pub fn lab_tcg_profile(dir: &Path, ni_random: bool, smt_balance: bool) -> std::p
     path
 }
 
+/// Rewrites the profile file at `path` without its `emulator` section:
+/// the load's lateness it states was measured under single-threaded TCG,
+/// and a comparison with a multi-threaded guest (each vCPU on its own host
+/// thread) must not take it.
+pub fn without_emulator(path: &Path) {
+    let mut p = numalab::sim::profile::Profile::load(path.to_str().unwrap()).unwrap();
+    p.emulator = Default::default();
+    std::fs::write(path, toml::to_string(&p).unwrap()).unwrap();
+}
+
 /// Whether a kernel release (`uname -r`) has group_smt_balance: Linux 6.6
 /// and later (commit fee1759e4f04).
 pub fn has_smt_balance(release: &str) -> bool {

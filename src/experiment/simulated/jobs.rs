@@ -119,7 +119,8 @@ pub(super) fn run(
     }
     let period = load.period_ms * 1e6;
     let model =
-        crate::sim::load::LoadModel::shaped(m, load.percent, period, load.phases, load.seed);
+        crate::sim::load::LoadModel::shaped(m, load.percent, period, load.phases, load.seed)
+            .reshaped(profile.emulator.reshape(m.len()));
     let spec = multi::JobsSpec {
         jobs,
         numa: NumaKnobs {
