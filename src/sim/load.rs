@@ -267,9 +267,10 @@ impl LoadModel {
             return t - self.wrap(t - self.phase[c]);
         };
         // A busy part runs on through the periods with no idle part
-        // (bounded: a long run of them is a draw's rarity).
+        // (bounded as `no_idle_part`'s look-back: 64 in a row is a draw's
+        // rarity).
         let (mut k, _) = self.period_of(c, t);
-        for _ in 0..1000 {
+        for _ in 0..64 {
             if !self.no_idle_part(r, c, k - 1) {
                 break;
             }
