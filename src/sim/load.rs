@@ -15,6 +15,7 @@
 //! stays a closed form of time.
 
 use super::machine::Machine;
+use super::rng::quantile;
 use crate::load::LoadPhases;
 use std::collections::BinaryHeap;
 
@@ -26,7 +27,12 @@ pub struct LoadModel {
     /// Phase of each CPU's worker, ns in [0, period).
     pub phase: Vec<f64>,
     /// What an emulator does to the plan; None: the plan, as on hardware.
-    pub reshape: Option<Reshape>,
+    /// Set by [`LoadModel::reshaped`] only, with `shape`.
+    reshape: Option<Reshape>,
+    /// The reshaped load's busy share and mean idle part
+    /// ([`LoadModel::reshaped_shape`]), drawn once: every sample's are the
+    /// same.
+    shape: Option<(f64, f64)>,
 }
 
 /// How late an emulated worker's transitions come, per CPU and period:
@@ -39,21 +45,6 @@ pub struct Reshape {
     pub wake_late_ns: Vec<f64>,
     /// The draws' stream (the sample's seed: [`LoadModel::for_sample`]).
     pub seed: u64,
-}
-
-/// The value at `u` in [0, 1) of a distribution given by evenly spaced
-/// quantiles `q` (the least first, the greatest last), linear between them;
-/// 0 when there are none.
-pub fn quantile(q: &[f64], u: f64) -> f64 {
-    match q.len() {
-        0 => 0.0,
-        1 => q[0],
-        n => {
-            let x = u.clamp(0.0, 1.0) * (n - 1) as f64;
-            let i = (x as usize).min(n - 2);
-            q[i] + (q[i + 1] - q[i]) * (x - i as f64)
-        }
-    }
 }
 
 impl LoadModel {
@@ -77,6 +68,7 @@ impl LoadModel {
             busy_ns: period_ns * (percent / 100.0).clamp(0.0, 1.0),
             phase,
             reshape: None,
+            shape: None,
         }
     }
 
@@ -85,6 +77,7 @@ impl LoadModel {
         // A load always busy or never busy has no transitions to move.
         let cycles = self.busy_ns > 0.0 && self.busy_ns < self.period_ns;
         self.reshape = reshape.filter(|_| cycles);
+        self.shape = self.reshape.as_ref().map(|r| self.reshaped_shape(r));
         self
     }
 
@@ -116,18 +109,18 @@ impl LoadModel {
         if self.busy_ns <= 0.0 || self.busy_ns >= self.period_ns {
             return f64::INFINITY;
         }
-        match &self.reshape {
+        match self.shape {
             None => self.period_ns - self.busy_ns,
-            Some(r) => self.reshaped_shape(r).1,
+            Some((_, idle)) => idle,
         }
     }
 
     /// The share of the time a worker is busy (PELT's long-run view of it):
     /// the plan's, or a reshaped load's own.
     pub fn busy_share(&self) -> f64 {
-        match &self.reshape {
+        match self.shape {
             None => (self.busy_ns / self.period_ns).clamp(0.0, 1.0),
-            Some(r) => self.reshaped_shape(r).0,
+            Some((busy, _)) => busy,
         }
     }
 
@@ -290,10 +283,11 @@ impl LoadModel {
             let (wake, stop) = self.busy_part(r, c, k);
             // The state after each boundary, read at its offset.
             for w in [0.0, wake, stop] {
+                let after = w + 0.01;
                 if (k > k0 || w > w0 + 0.01)
                     && s + w > t
                     && w < self.period_ns
-                    && self.busy_in(r, c, k, w + 0.01) != now
+                    && (after >= wake && after < stop) != now
                 {
                     return s + w;
                 }

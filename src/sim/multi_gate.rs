@@ -27,7 +27,7 @@
 
 use super::machine::Machine;
 use super::profile::Profile;
-use super::rng::hash3;
+use super::rng::{hash3, quantile};
 
 /// Each CPU's `avg_idle` and idle stamp, and each domain's cost.
 #[derive(Debug, Clone)]
@@ -112,18 +112,6 @@ impl NewIdleGate {
     }
 }
 
-/// The value at `u` in [0, 1) of the distribution given by evenly spaced
-/// quantiles `q` (the first the least, the last the greatest), linear
-/// between them.
-fn quantile(q: &[f64], u: f64) -> f64 {
-    if q.len() == 1 {
-        return q[0];
-    }
-    let x = u * (q.len() - 1) as f64;
-    let i = (x as usize).min(q.len() - 2);
-    q[i] + (q[i + 1] - q[i]) * (x - i as f64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,16 +187,5 @@ mod tests {
         let below_half = all.iter().filter(|&&x| x < top / 2.0).count() as f64;
         let share = below_half / all.len() as f64;
         assert!((0.35..0.65).contains(&share), "uniform draw: {share}");
-    }
-
-    #[test]
-    fn quantiles_interpolate_between_their_points() {
-        let q = [1.0, 2.0, 4.0];
-        assert_eq!(quantile(&q, 0.0), 1.0);
-        assert_eq!(quantile(&q, 0.25), 1.5);
-        assert_eq!(quantile(&q, 0.5), 2.0);
-        assert_eq!(quantile(&q, 0.75), 3.0);
-        assert!(quantile(&q, 0.999_999) < 4.0 && quantile(&q, 0.999_999) > 3.99);
-        assert_eq!(quantile(&[7.0], 0.3), 7.0);
     }
 }

@@ -300,15 +300,21 @@ impl Profile {
         nonneg(self.kernel.hint_fault_us, "kernel.hint_fault_us")?;
         nonneg(self.kernel.page_migrate_us, "kernel.page_migrate_us")?;
         pos(self.kernel.touch_pages_per_us, "kernel.touch_pages_per_us")?;
-        let q = &self.kernel.newidle_cost_ms_per_cpu;
-        for (i, &ms) in q.iter().enumerate() {
-            nonneg(ms, &format!("kernel.newidle_cost_ms_per_cpu[{i}]"))?;
-        }
-        if q.windows(2).any(|w| w[1] < w[0]) {
-            return Err(format!(
-                "kernel.newidle_cost_ms_per_cpu must be quantiles, least first: {q:?}"
-            ));
-        }
+        // Quantiles, as [`super::rng::quantile`] draws from them: each 0 or
+        // more, the least first.
+        let quantiles = |q: &[f64], what: &str| {
+            for (i, &ms) in q.iter().enumerate() {
+                nonneg(ms, &format!("{what}[{i}]"))?;
+            }
+            if q.windows(2).any(|w| w[1] < w[0]) {
+                return Err(format!("{what} must be quantiles, least first: {q:?}"));
+            }
+            Ok(())
+        };
+        quantiles(
+            &self.kernel.newidle_cost_ms_per_cpu,
+            "kernel.newidle_cost_ms_per_cpu",
+        )?;
         for (size, l) in &self.emulator.load {
             if !size.parse::<usize>().is_ok_and(|n| n > 0) {
                 return Err(format!("emulator.load key {size:?} is not a vCPU count"));
@@ -318,10 +324,8 @@ impl Profile {
                 ("wake_late_ms", &l.wake_late_ms),
             ] {
                 let what = format!("emulator.load.{size}.{name}");
-                for (i, &ms) in q.iter().enumerate() {
-                    nonneg(ms, &format!("{what}[{i}]"))?;
-                }
-                if q.is_empty() || q.windows(2).any(|w| w[1] < w[0]) {
+                quantiles(q, &what)?;
+                if q.is_empty() {
                     return Err(format!("{what} must be quantiles, least first: {q:?}"));
                 }
             }
