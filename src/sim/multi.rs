@@ -311,7 +311,8 @@ impl<'a> Multi<'a> {
                         &j.mem,
                         j.forced,
                     )
-                    .with_scope(spec.scope),
+                    .with_scope(spec.scope)
+                    .with_hz(p.kernel.hz),
                     access_ns: vec![0.0; nodes],
                     dram_ns: vec![0.0; nodes],
                     warm_pages_done: 0.0,
@@ -564,6 +565,8 @@ impl<'a> Multi<'a> {
         if cause == Cause::NumaBalancing {
             self.tasks[i].res.move_numa += 1;
         }
+        let (sn, dn) = (self.m.node[from], self.m.node[to]);
+        self.tasks[i].numa.moved(sn, dn);
         // The misses made where it was are owed at that node's speed;
         // from here on it refills what the move left cold.
         self.pay_cold(i);

@@ -113,7 +113,11 @@ pub struct Numa {
     scan_offset: usize,
     pub scan_period_ms: f64,
     pub next_scan_ns: f64,
+    /// The first time numa_migrate_preferred() may run again: the start of
+    /// the jiffy after `numa_migrate_retry` (time_after(jiffies, retry)).
     pub migrate_retry_ns: f64,
+    /// The kernel's jiffy, ns (1e9 / HZ).
+    jiffy_ns: f64,
 }
 
 /// What one scan did, for the engine to charge and act on.
@@ -161,6 +165,7 @@ impl Numa {
             scan_period_ms: 0.0,
             next_scan_ns: knobs.scan_delay_ms * 1e6,
             migrate_retry_ns: 0.0,
+            jiffy_ns: 4e6,
             knobs,
         };
         n.scan_period_ms = n.scan_min_ms(rss_mb);
@@ -175,6 +180,13 @@ impl Numa {
         if scope == PolicyScope::Process && !self.buffer_scanned {
             self.other_scanned = false;
         }
+        self
+    }
+
+    /// The kernel's HZ, for numa_migrate_preferred()'s retry in jiffies
+    /// (250 unless set).
+    pub fn with_hz(mut self, hz: u32) -> Numa {
+        self.jiffy_ns = 1e9 / f64::from(hz.max(1));
         self
     }
 
@@ -265,12 +277,31 @@ impl Numa {
             p += 1;
         }
         self.scan_offset = p;
-        if out.faults > 0 && t > self.migrate_retry_ns {
+        if out.faults > 0 && t >= self.migrate_retry_ns {
             self.placement();
             out.migrate_to = self.migrate_preferred(t, cpu_node);
         }
         self.next_scan_ns = t + self.scan_period_ms * 1e6;
         out
+    }
+
+    /// update_scan_period(), called by migrate_task_rq_fair() for every
+    /// move of the task from node `src` to node `dst`: a task with fault
+    /// statistics that leaves its preferred node (or moves at all before
+    /// its first placement, or while it prefers none) scans again from
+    /// task_scan_start() (task_scan_min() for a task in no group). The
+    /// next scan keeps its time: mm->numa_next_scan was set from the old
+    /// period.
+    pub fn moved(&mut self, src: usize, dst: usize) {
+        if !self.knobs.enabled || !self.has_faults || src == dst {
+            return;
+        }
+        if self.task_seq > 0
+            && (Some(dst) == self.preferred || self.preferred.is_some_and(|p| p != src))
+        {
+            return;
+        }
+        self.scan_period_ms = self.scan_min_ms(self.rss_mb());
     }
 
     /// One hinting fault on `page` from `cpu_node` (do_numa_page +
@@ -360,8 +391,14 @@ impl Numa {
         if !self.has_faults && self.forced.is_none() {
             return None;
         }
-        let interval_ms = (self.scan_period_ms / 16.0).min(1000.0);
-        self.migrate_retry_ns = t + interval_ms * 1e6;
+        // interval = min(HZ, msecs_to_jiffies(numa_scan_period) / 16)
+        // jiffies; retry = jiffies + interval, and time_after() lets the
+        // next call come from the jiffy after it.
+        let hz = 1e9 / self.jiffy_ns;
+        let period_j = (self.scan_period_ms.round() * hz / 1000.0).ceil();
+        let interval_j = (period_j / 16.0).floor().min(hz);
+        let now_j = (t / self.jiffy_ns).floor();
+        self.migrate_retry_ns = (now_j + interval_j + 1.0) * self.jiffy_ns;
         (cpu_node != p).then_some(p)
     }
 
@@ -472,5 +509,53 @@ mod tests {
             t += 2e9;
         }
         assert!(n.scan_period_ms > p0, "{} > {p0}", n.scan_period_ms);
+    }
+
+    #[test]
+    fn leaving_the_preferred_node_resets_the_scan_period_and_nothing_else_does() {
+        // Regression: model 11 had no update_scan_period(), so a task the
+        // load balancer kept taking off its preferred node went on scanning
+        // at the long period its local faults had grown.
+        let mut n = Numa::new(knobs(), 3, 65536, 0, 1, &MemPolicy::Float, None);
+        (0..65536).for_each(|p| n.place(p, 0));
+        let p0 = n.scan_period_ms;
+        let mut t = 1e9;
+        for _ in 0..4 {
+            n.scan(t, 0);
+            t += 2e9;
+        }
+        let grown = n.scan_period_ms;
+        assert!(grown > p0 && n.preferred == Some(0) && n.task_seq > 0);
+        n.moved(1, 2);
+        n.moved(2, 0);
+        n.moved(0, 0);
+        assert_eq!(n.scan_period_ms, grown, "not from its preferred node");
+        n.moved(0, 1);
+        assert_eq!(
+            n.scan_period_ms, p0,
+            "off its preferred node: task_scan_start()"
+        );
+        let mut off = Numa::new(NumaKnobs::default(), 2, 100, 0, 1, &MemPolicy::Float, None);
+        off.scan_period_ms = 5000.0;
+        off.has_faults = true;
+        off.moved(0, 1);
+        assert_eq!(off.scan_period_ms, 5000.0, "NUMA balancing off");
+    }
+
+    #[test]
+    fn numa_migrate_preferred_retries_from_the_jiffy_after_its_interval() {
+        // 100 ms at HZ 250: 25 jiffies / 16 = 1; time_after() lets the next
+        // call come two jiffies on.
+        let mut n = Numa::new(knobs(), 2, 10, 2, 1, &MemPolicy::Bind(0), Some(1)).with_hz(250);
+        n.scan_period_ms = 100.0;
+        assert_eq!(n.migrate_preferred(41e6, 0), Some(1));
+        assert_eq!(n.migrate_retry_ns, 48e6);
+        n.scan_period_ms = 1000.0;
+        n.migrate_preferred(41e6, 0);
+        assert_eq!(
+            n.migrate_retry_ns,
+            40e6 + 16.0 * 4e6,
+            "250 / 16 = 15 jiffies, then one"
+        );
     }
 }

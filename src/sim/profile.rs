@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bump when the model's behaviour changes: recorded in every sim run.
-pub const MODEL_VERSION: u32 = 11;
+pub const MODEL_VERSION: u32 = 12;
 
 /// Bytes per cache line.
 pub(super) const LINE: f64 = 64.0;
