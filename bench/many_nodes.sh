@@ -9,8 +9,11 @@
 # group_smt_balance). Prints one table per side, per row: samples, the
 # loop's wall time, cross-node moves per sample and per second, % of the
 # time away from node A, crossings by cause (load balance / wake-up /
-# NUMA balancing), pages NUMA balancing migrated, each sample's preferred
-# node at its end, and node A's share of the buffer's pages at the end.
+# NUMA balancing), pages NUMA balancing migrated, NUMA balancing's calls
+# of task_numa_migrate() (sched_move_numa + swap + stick: each try while
+# the probe was off its preferred node) per sample and per second of the
+# side's own time, each sample's preferred node at its end, and node A's
+# share of the buffer's pages at the end.
 # Then, over time, from each trace's `over_time` (tenths of a sample, as
 # the emulator stretches the lab's samples): each side's crossings per
 # tenth, NUMA balancing's crossings in each half, the time on the
@@ -20,6 +23,7 @@
 # it. The preferred node and NB's pages are read at a sample's end only.
 #
 #   bash bench/many_nodes.sh [SAMPLES]   (default 4 in the guest, 16 in the sim)
+#   LAB_OUT=DIR bash bench/many_nodes.sh   keeps the guest's output in DIR
 #
 # About 12 min on the 2-core machine (the guest alone, single-threaded
 # TCG; the lab kernel cached). Memory latency is uniform under emulation:
@@ -52,6 +56,7 @@ echo @@end
 SH
 start=$(date +%s)
 lab/guest --kernel pnid --bin "$bin" --timeout 2400 4node "$tmp/script.sh" >"$tmp/out.txt"
+[[ -n ${LAB_OUT:-} ]] && mkdir -p "$LAB_OUT" && cp "$tmp/out.txt" "$LAB_OUT/many_nodes.out"
 echo "bench: the 4node guest: $(($(date +%s) - start)) s"
 python3 - "$tmp" <<'PY'
 import re, sys
@@ -85,6 +90,7 @@ def rows_of(meta, samples):
             lb=causes.get("load_balance", 0), wu=causes.get("wakeup", 0),
             nb=causes.get("numa_balancing", 0),
             pm=p["numa"]["sched"].get("numa_pages_migrated") or 0,
+            calls=sum((t.get("numa") or {}).get(k, 0) for k in ("move_numa", "swap_numa", "stick_numa")),
             pref=p["numa"]["sched"].get("numa_preferred_nid"),
             a=pages.get("0", 0) / max(1, sum(pages.values())),
             ot=t.get("over_time")))
@@ -95,7 +101,7 @@ for side, meta, samples in (("lab (6.12 + PNID, 4node guest)", "meta.out", "samp
     rows, out = rows_of(f"{tmp}/{meta}", f"{tmp}/{samples}")
     sides[side.split()[0]] = (rows, out)
     print(f"--- {side}")
-    print("row  cell                  n  wall s  xnode/sample  xnode/s  away%  xLB/xWU/xNB      NB pages  preferred at end  A's pages")
+    print("row  cell                  n  wall s  xnode/sample  xnode/s  away%  xLB/xWU/xNB      NB pages  NB calls (/s)  preferred at end  A's pages")
     for r in sorted(out):
         v, row = out[r], rows[r]
         m = lambda k: st.mean(x[k] for x in v)
@@ -103,7 +109,8 @@ for side, meta, samples in (("lab (6.12 + PNID, 4node guest)", "meta.out", "samp
         cell = f"PNID {row['pnid']:>2} NB {row['nb']} Mem {mem}"
         prefs = " ".join(str(x["pref"]) for x in v)
         print(f"[{r}]  {cell:20} {len(v):2} {m('wall'):7.2f} {m('xn'):12.1f} {m('xn') / m('wall'):8.2f} {m('away'):6.1f}"
-              f"  {m('lb'):5.1f}/{m('wu'):3.1f}/{m('nb'):4.1f}  {m('pm'):8.0f}  {prefs:16}  {m('a'):.2f}")
+              f"  {m('lb'):5.1f}/{m('wu'):3.1f}/{m('nb'):4.1f}  {m('pm'):8.0f}  {m('calls'):6.1f} ({m('calls') / m('wall'):4.2f})"
+              f"  {prefs:16}  {m('a'):.2f}")
 
 # Over time (tenths of each sample: the emulator stretches the lab's
 # samples, docs/sim-validation.md "The emulator's time"), printed, not
