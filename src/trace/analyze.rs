@@ -22,12 +22,17 @@
 //!   (sched_exec() at execve, once at the start of a traced command) and
 //!   an affinity change of the running task (migration_cpu_stop);
 //! - otherwise the destination (or, for nohz idle balancing, another idle
-//!   CPU on its behalf) pulled it, and the task's next switch-in there says
-//!   how: from the idle task, `idle` (periodic or nohz balancing of an idle
-//!   CPU); from a task that went to sleep within [`NEWIDLE_SWITCH_NS`] of the
-//!   move, `newly_idle` (the pull ran inside that task's schedule()); from a
-//!   task still runnable, or one that slept later, `busy` (the CPU's tick
-//!   pulled it while it ran something);
+//!   CPU on its behalf) pulled it. Where the trace follows every CPU in and
+//!   out of idle (numalab's own traces record every switch from or to the
+//!   idle task, whoever else it involves), a destination idle at the pull
+//!   makes it `idle` (periodic or nohz balancing of an idle CPU), whatever
+//!   the CPU ran before the task: a task woken there in the meantime may
+//!   run first, and under an emulator, whose vCPUs take turns, it often
+//!   does. Otherwise the task's next switch-in there says how: from the
+//!   idle task, `idle`; from a task that went to sleep within
+//!   [`NEWIDLE_SWITCH_NS`] of the move, `newly_idle` (the pull ran inside
+//!   that task's schedule()); from a task still runnable, or one that slept
+//!   later, `busy` (the CPU's tick pulled it while it ran something);
 //! - `unknown`: moved again, or the window closed, before it ran there.
 //!
 //! Known misreadings: an affinity change of a task that waits, not runs,
@@ -212,8 +217,9 @@ struct State {
     segments: Vec<Segment>,
     migrate_events: u64,
     moves: Vec<(Migration, Cause, Option<LbKind>)>,
-    /// A pull not yet told apart: (index in `moves`, when, destination).
-    pending_pull: Option<(usize, u64, u32)>,
+    /// A pull not yet told apart: (index in `moves`, when, destination,
+    /// whether the destination was idle then, where the trace knows).
+    pending_pull: Option<(usize, u64, u32, Option<bool>)>,
     pending_numa: Vec<(u64, i32, i32)>,
     numa: NumaActivity,
 }
@@ -231,6 +237,21 @@ pub fn analyze(
 ) -> Vec<TaskTrace> {
     let mut st: BTreeMap<u32, State> = pids.iter().map(|&p| (p, State::default())).collect();
     let inside = |t: u64| t >= window.start_ns && t <= window.end_ns;
+    // Whether the trace follows CPUs in and out of idle: it has such a
+    // switch of untraced tasks (a trace filtered to the traced pids alone
+    // would leave every CPU's state stale between their own switches).
+    let follows_idle = events.iter().any(|e| match e.kind {
+        Kind::Switch {
+            prev_pid, next_pid, ..
+        } => {
+            (prev_pid == 0 || next_pid == 0)
+                && !pids.contains(&prev_pid)
+                && !pids.contains(&next_pid)
+        }
+        _ => false,
+    });
+    // Each CPU's state as the last switch on it left it: idle or not.
+    let mut cpu_idle: BTreeMap<u32, bool> = BTreeMap::new();
     for e in events.iter().filter(|e| inside(e.ts_ns)) {
         match e.kind {
             Kind::Switch {
@@ -238,6 +259,7 @@ pub fn analyze(
                 prev_runnable,
                 next_pid,
             } => {
+                cpu_idle.insert(e.cpu, next_pid == 0);
                 if let Some(s) = st.get_mut(&prev_pid) {
                     let since = match s.running.take() {
                         Some((_, t)) => Some(t),
@@ -256,9 +278,9 @@ pub fn analyze(
                     s.seen_switch = true;
                 }
                 if let Some(s) = st.get_mut(&next_pid) {
-                    if let Some((i, t, dest)) = s.pending_pull.take() {
+                    if let Some((i, t, dest, idle_then)) = s.pending_pull.take() {
                         s.moves[i].2 = (dest == e.cpu).then(|| {
-                            if prev_pid == 0 {
+                            if prev_pid == 0 || idle_then == Some(true) {
                                 LbKind::Idle
                             } else if !prev_runnable && e.ts_ns - t <= NEWIDLE_SWITCH_NS {
                                 LbKind::NewlyIdle
@@ -304,7 +326,10 @@ pub fn analyze(
                 let kind =
                     (cause == Cause::LoadBalance && e.cpu == orig_cpu).then_some(LbKind::Pushed);
                 if cause == Cause::LoadBalance && kind.is_none() {
-                    s.pending_pull = Some((s.moves.len(), e.ts_ns, dest_cpu));
+                    let idle_then = follows_idle
+                        .then(|| cpu_idle.get(&dest_cpu).copied())
+                        .flatten();
+                    s.pending_pull = Some((s.moves.len(), e.ts_ns, dest_cpu, idle_then));
                 }
                 s.moves.push((
                     Migration {

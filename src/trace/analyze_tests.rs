@@ -457,3 +457,60 @@ fn over_time_spans_the_tasks_life_not_the_window() {
     let r = analyze(&t, &e, &pids(&[9]), false, w, &|_| Some(0));
     assert!(r[0].over_time.is_none());
 }
+
+/// Regression (the lab's "busy" pulls, #28): an idle CPU pulls the task,
+/// a task woken there runs first, and only then the pulled one. By its
+/// switch-in alone that read as a busy pull; a trace that follows the CPUs
+/// in and out of idle knows the CPU was idle at the pull. A CPU running a
+/// task at the pull is still a busy one, and a trace filtered to the
+/// traced pids alone keeps the switch-in's reading.
+#[test]
+fn an_idle_cpu_that_ran_a_woken_task_first_pulled_as_idle() {
+    let t = fixture("2node");
+    let p = 100;
+    let w = 500; // another task: the worker of CPUs 2 and 3
+    let e = vec![
+        sw(0, 0, 0, false, p),
+        sw(10, 0, p, true, 300),
+        sw(20, 2, w, false, 0), // CPU 2 goes idle
+        mig(30, p, 0, 2),       // pulled to idle CPU 2 (recorded there)
+        sw(40, 2, 0, false, w), // its worker wakes and runs first
+        sw(50, 2, w, true, p),  // then the task: by the switch-in, busy
+        sw(60, 2, p, true, 301),
+        mig(70, p, 2, 3), // CPU 3 runs 302 at the pull: busy
+        sw(5_000_000, 3, 302, true, p),
+    ];
+    let kinds = |e: &[Event]| {
+        analyze(&t, e, &pids(&[p]), false, Window::of(e), &|_| Some(0))[0]
+            .balancing
+            .unwrap()
+    };
+    let mut with_cpu3 = e.clone();
+    with_cpu3.insert(0, sw(0, 3, 0, false, 302));
+    assert_eq!(
+        kinds(&with_cpu3),
+        BalanceKinds {
+            idle: 1,
+            busy: 1,
+            ..Default::default()
+        }
+    );
+    // Filtered to the traced pid: no switch of other tasks to or from idle.
+    let own: Vec<Event> = with_cpu3
+        .iter()
+        .filter(|x| match x.kind {
+            Kind::Switch {
+                prev_pid, next_pid, ..
+            } => prev_pid == p || next_pid == p,
+            _ => true,
+        })
+        .cloned()
+        .collect();
+    assert_eq!(
+        kinds(&own),
+        BalanceKinds {
+            busy: 2,
+            ..Default::default()
+        }
+    );
+}

@@ -232,10 +232,16 @@ pub fn filter_for(fmt: &EventFormat, pids: &BTreeSet<u32>) -> Option<String> {
             .take(1)
             .collect(),
     };
-    let terms: Vec<String> = pids
+    let mut terms: Vec<String> = pids
         .iter()
         .flat_map(|p| fields.iter().map(move |f| format!("{f} == {p}")))
         .collect();
+    // Every CPU's switches in and out of idle too, whoever they involve:
+    // they tell whether a CPU that pulled a traced task was idle then
+    // ([`super::analyze`]).
+    if fmt.name == event::SWITCH && !terms.is_empty() {
+        terms.extend(["prev_pid == 0".to_string(), "next_pid == 0".to_string()]);
+    }
     let s = terms.join(" || ");
     (s.len() < 3500 && !s.is_empty()).then_some(s)
 }
@@ -447,7 +453,8 @@ mod tests {
         let p: BTreeSet<u32> = [5, 9].into();
         assert_eq!(
             filter_for(&f("sched_switch", &["prev_pid", "next_pid"]), &p).unwrap(),
-            "prev_pid == 5 || next_pid == 5 || prev_pid == 9 || next_pid == 9"
+            "prev_pid == 5 || next_pid == 5 || prev_pid == 9 || next_pid == 9 \
+             || prev_pid == 0 || next_pid == 0"
         );
         assert_eq!(
             filter_for(&f("sched_stick_numa", &["src_pid", "dst_pid"]), &p).unwrap(),
