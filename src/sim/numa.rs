@@ -498,9 +498,11 @@ mod tests {
         assert_eq!(o.migrate_to, Some(1));
     }
 
-    #[test]
-    fn scan_period_grows_for_a_private_task_with_local_faults() {
-        let mut n = Numa::new(knobs(), 2, 65536, 0, 1, &MemPolicy::Float, None);
+    /// A private task on `nodes` nodes whose 65,536 pages are all on node
+    /// 0, after four scans from node 0 two seconds apart; and its scan
+    /// period before them.
+    fn settled_on_node_0(nodes: usize) -> (Numa, f64) {
+        let mut n = Numa::new(knobs(), nodes, 65536, 0, 1, &MemPolicy::Float, None);
         (0..65536).for_each(|p| n.place(p, 0));
         let p0 = n.scan_period_ms;
         let mut t = 1e9;
@@ -508,6 +510,12 @@ mod tests {
             n.scan(t, 0);
             t += 2e9;
         }
+        (n, p0)
+    }
+
+    #[test]
+    fn scan_period_grows_for_a_private_task_with_local_faults() {
+        let (n, p0) = settled_on_node_0(2);
         assert!(n.scan_period_ms > p0, "{} > {p0}", n.scan_period_ms);
     }
 
@@ -516,14 +524,7 @@ mod tests {
         // Regression: model 11 had no update_scan_period(), so a task the
         // load balancer kept taking off its preferred node went on scanning
         // at the long period its local faults had grown.
-        let mut n = Numa::new(knobs(), 3, 65536, 0, 1, &MemPolicy::Float, None);
-        (0..65536).for_each(|p| n.place(p, 0));
-        let p0 = n.scan_period_ms;
-        let mut t = 1e9;
-        for _ in 0..4 {
-            n.scan(t, 0);
-            t += 2e9;
-        }
+        let (mut n, p0) = settled_on_node_0(3);
         let grown = n.scan_period_ms;
         assert!(grown > p0 && n.preferred == Some(0) && n.task_seq > 0);
         n.moved(1, 2);
