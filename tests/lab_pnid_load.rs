@@ -251,6 +251,19 @@ impl NumaBalance {
                 x["sample"]
             );
         }
+        // Regression (the lab's busy pulls, #28): the trace read a pull by
+        // an idle CPU as a busy one when a task woken there ran before the
+        // probe, which under TCG is most of them, and gave the probe more
+        // busy pulls than the NUMA domain's busy gains for every task. It
+        // now reads the CPU's state at the pull, and the probe's busy pulls
+        // are among those gains.
+        assert!(
+            b.probe[0] <= b.gained[0],
+            "row {row}: the trace gives the probe {} busy pulls across nodes, the NUMA domain \
+             counted {} busy gains for every task",
+            b.probe[0],
+            b.gained[0]
+        );
         b
     }
 
