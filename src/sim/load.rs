@@ -179,8 +179,7 @@ impl LoadModel {
     /// (rare: 64 in a row is taken as an idle part before them).
     fn no_idle_part(&self, r: &Reshape, c: usize, k: i64) -> bool {
         for j in (k - 64..=k).rev() {
-            let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, j as u64);
-            if self.busy_ns + quantile(&r.stop_late_ns, u) < self.period_ns {
+            if self.drawn_stop(r, c, j) < self.period_ns {
                 return false;
             }
             if self.drawn_wake(r, c, j) < self.busy_ns {
@@ -199,6 +198,13 @@ impl LoadModel {
         quantile(&r.wake_late_ns, u).min(self.period_ns)
     }
 
+    /// Reshaped: where in period `k` CPU `c`'s worker sees its busy part's
+    /// end, as drawn (past the period: it spins on into the next).
+    fn drawn_stop(&self, r: &Reshape, c: usize, k: i64) -> f64 {
+        let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, k as u64);
+        self.busy_ns + quantile(&r.stop_late_ns, u)
+    }
+
     /// Reshaped: period `k`'s busy part of CPU `c`, as offsets [wake, stop)
     /// in the period (stop = the period: it runs on into the next).
     fn busy_part(&self, r: &Reshape, c: usize, k: i64) -> (f64, f64) {
@@ -212,9 +218,7 @@ impl LoadModel {
             // (`load::resume`).
             return (wake, wake);
         }
-        let u = super::rng::hash3(r.seed ^ 0x7374_6f70, c as u64, k as u64);
-        let stop = (self.busy_ns + quantile(&r.stop_late_ns, u)).min(self.period_ns);
-        (wake, stop)
+        (wake, self.drawn_stop(r, c, k).min(self.period_ns))
     }
 
     /// Whether CPU `c`'s worker is busy at load time `t`.
