@@ -328,8 +328,11 @@ pub struct Transitions {
     /// Reshaped, the load's transitions are not periodic: each CPU's next
     /// one, earliest first, and the load they come from.
     reshaped: Option<(LoadModel, BinaryHeap<Next>)>,
-    /// (offset within the period, CPU), sorted.
-    at: Vec<(f64, usize)>,
+    /// (offset within the period, CPU, whether the worker is busy after
+    /// it), sorted: the planned transition says what it is, so the engine
+    /// does not work it out again from the time (a division and a floor per
+    /// transition, a twelfth of the EPYC's time).
+    at: Vec<(f64, usize, bool)>,
     period_ns: f64,
     /// The next transition: its period's start (load time) and its index.
     base: f64,
@@ -358,19 +361,23 @@ impl Transitions {
                 next: 0,
             };
         }
-        let mut at: Vec<(f64, usize)> = if load.busy_ns <= 0.0 || load.busy_ns >= load.period_ns {
-            Vec::new()
-        } else {
-            (0..load.phase.len())
-                .flat_map(|c| {
-                    let p = load.phase[c];
-                    [(p, c), ((p + load.busy_ns) % load.period_ns, c)]
-                })
-                .collect()
-        };
+        let mut at: Vec<(f64, usize, bool)> =
+            if load.busy_ns <= 0.0 || load.busy_ns >= load.period_ns {
+                Vec::new()
+            } else {
+                (0..load.phase.len())
+                    .flat_map(|c| {
+                        let p = load.phase[c];
+                        [
+                            (p, c, true),
+                            ((p + load.busy_ns) % load.period_ns, c, false),
+                        ]
+                    })
+                    .collect()
+            };
         at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let base = floor(t / load.period_ns) * load.period_ns;
-        let next = at.partition_point(|&(o, _)| base + o <= t + EPS);
+        let next = at.partition_point(|&(o, _, _)| base + o <= t + EPS);
         let mut tr = Transitions {
             reshaped: None,
             at,
@@ -394,20 +401,24 @@ impl Transitions {
         if let Some((_, heap)) = &self.reshaped {
             return heap.peek().filter(|n| n.0.is_finite()).map(|n| (n.0, n.1));
         }
-        self.at.get(self.next).map(|&(o, c)| (self.base + o, c))
+        self.at.get(self.next).map(|&(o, c, _)| (self.base + o, c))
     }
 
-    /// Steps past the next transition.
-    pub fn pop(&mut self) {
+    /// Steps past the next transition; the planned load says whether its
+    /// worker is busy after it (a reshaped one leaves that to
+    /// [`LoadModel::busy_after`]: None).
+    pub fn pop(&mut self) -> Option<bool> {
         if let Some((load, heap)) = &mut self.reshaped {
             if let Some(Next(t, c)) = heap.pop() {
                 let r = load.reshape.as_ref().expect("reshaped");
                 heap.push(Next(load.next_flip(r, c, t), c));
             }
-            return;
+            return None;
         }
+        let busy = self.at.get(self.next).map(|a| a.2);
         self.next += 1;
         self.wrap();
+        busy
     }
 }
 

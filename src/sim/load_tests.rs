@@ -30,7 +30,8 @@ fn transitions_come_in_time_order_and_each_flips_its_worker() {
             }
             seen[c] += 1;
             t = at;
-            tr.pop();
+            // The planned transition says which way it flips.
+            assert_eq!(tr.pop(), Some(l.busy(c, at + 1.0)), "CPU {c} at {at}");
         }
         assert!(seen.iter().all(|&k| k == 4), "{seen:?}");
     }

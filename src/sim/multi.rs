@@ -171,7 +171,8 @@ impl Task {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
-    Load(usize),
+    /// CPU `c`'s worker wakes or sleeps (Some: which, as planned).
+    Load(usize, Option<bool>),
     Slice(usize, u64),
     Done(usize, u64),
     NewIdle(usize),
@@ -478,8 +479,8 @@ impl<'a> Multi<'a> {
             };
             let (at, ev) = match load_at {
                 Some((lt, c)) if load_first => {
-                    self.transitions.pop();
-                    ((lt - self.shift).max(self.t), Ev::Load(c))
+                    let busy = self.transitions.pop();
+                    ((lt - self.shift).max(self.t), Ev::Load(c, busy))
                 }
                 _ => {
                     let At(at, _, ev) = self.heap.pop().expect("peeked");
@@ -508,8 +509,8 @@ impl<'a> Multi<'a> {
 
     fn handle(&mut self, ev: Ev) {
         match ev {
-            Ev::Load(c) => {
-                let busy = self.load.busy_after(c, self.lt(self.t));
+            Ev::Load(c, planned) => {
+                let busy = planned.unwrap_or_else(|| self.load.busy_after(c, self.lt(self.t)));
                 if busy != self.rqs[c].worker_busy {
                     self.set_rq(c, busy, 0);
                     if busy {

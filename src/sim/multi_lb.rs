@@ -354,9 +354,13 @@ fn balance_rq(e: &mut Multi, x: usize, level: usize, kind: Kind, pass: &mut Pass
     // sched_balance_find_src_rq(): the CPU with the most tasks among those
     // with a probe the puller may take. A group of pinned tasks only gives
     // a CPU the balancer can take nothing from.
-    let src = e
-        .m
-        .span(bg)
+    // (A group with no probe has none to walk for.)
+    let cands: &[usize] = if e.span_count[bg].probes > 0 {
+        e.m.span(bg)
+    } else {
+        &[]
+    };
+    let src = cands
         .iter()
         .copied()
         .filter(|&c| e.rqs[c].probes > 0 && probes_on(e, c).iter().any(|&i| e.tasks[i].allowed[x]))
@@ -525,17 +529,8 @@ pub fn newidle(e: &mut Multi, x: usize) {
 /// whose interval has passed, busy ones at busy_factor (16) times it, up
 /// to the first level whose should_we_balance() turns it away.
 pub fn periodic(e: &mut Multi, order: &mut Vec<usize>) {
-    let n = e.m.len();
     order.clear();
-    order.extend((0..n).filter(|&c| e.rqs[c].nr_running() > 0));
-    let busy = order.len();
-    if let Some(ilb) = (0..n).find(|&c| e.rqs[c].nr_running() == 0) {
-        order.extend(
-            (ilb + 1..n)
-                .chain(0..=ilb)
-                .filter(|&c| e.rqs[c].nr_running() == 0),
-        );
-    }
+    let busy = e.idle.tick_order(e.m.len(), order);
     for (k, &c) in order.iter().enumerate() {
         let mut kind = if k >= busy && e.rqs[c].nr_running() == 0 {
             Kind::Idle

@@ -77,6 +77,49 @@ impl IdleBits {
         }
     }
 
+    /// Appends to `out` the CPUs with something runnable, in CPU order,
+    /// then the idle ones in the nohz idle balancer's order: from the one
+    /// after the first idle CPU, wrapping, that CPU last (see
+    /// [`super::super::multi_lb::periodic`]). Returns how many are busy.
+    pub fn tick_order(&self, n: usize, out: &mut Vec<usize>) -> usize {
+        let ones = |w: usize| {
+            let valid = n - w * 64;
+            if valid >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << valid) - 1
+            }
+        };
+        let push = |out: &mut Vec<usize>, w: usize, mut x: u64| {
+            while x != 0 {
+                out.push(w * 64 + x.trailing_zeros() as usize);
+                x &= x - 1;
+            }
+        };
+        for (w, &i) in self.idle.iter().enumerate() {
+            push(out, w, !i & ones(w));
+        }
+        let busy = out.len();
+        let Some(ilb) = self.idle.iter().enumerate().find_map(|(w, &i)| {
+            let x = i & ones(w);
+            (x != 0).then(|| w * 64 + x.trailing_zeros() as usize)
+        }) else {
+            return busy;
+        };
+        // Idle CPUs above `ilb`, then those up to it.
+        let (iw, ib) = (ilb / 64, ilb % 64);
+        let above = if ib == 63 { 0 } else { u64::MAX << (ib + 1) };
+        push(out, iw, self.idle[iw] & ones(iw) & above);
+        for w in iw + 1..self.idle.len() {
+            push(out, w, self.idle[w] & ones(w));
+        }
+        for w in 0..iw {
+            push(out, w, self.idle[w] & ones(w));
+        }
+        push(out, iw, self.idle[iw] & ones(iw) & !above);
+        busy
+    }
+
     /// The lowest CPU of span `g` in `bits`.
     fn first(&self, bits: &[u64], g: usize) -> Option<usize> {
         self.spans[g]
@@ -152,31 +195,31 @@ impl Multi<'_> {
         }
     }
 
-    /// Running tasks on the SMT siblings of `c` (their speed depends on
-    /// whether `c` runs anything).
-    pub(super) fn sibling_tasks(&self, c: usize) -> Vec<usize> {
+    /// The task running on each SMT sibling of `c` (their speed depends on
+    /// whether `c` runs anything), handed to `f` one by one: no list is
+    /// built, as this runs at every switch between running and idle.
+    fn each_sibling_task(&mut self, c: usize, f: fn(&mut Self, usize)) {
         if self.p.cpu.smt_share >= 1.0 {
-            return Vec::new();
+            return;
         }
-        self.m.siblings[c]
-            .iter()
-            .filter_map(|&s| match self.rqs[s].curr {
-                Some(Ent::Task(j)) => Some(j),
-                _ => None,
-            })
-            .collect()
+        let m = self.m;
+        for &s in &m.siblings[c] {
+            if let Some(Ent::Task(j)) = self.rqs[s].curr {
+                f(self, j);
+            }
+        }
     }
 
     /// Makes `ent` the running entity of CPU `c` (None: idle); the caller
     /// has put the old one where it goes.
     pub(super) fn set_curr(&mut self, c: usize, ent: Option<Ent>) {
         let old = self.rqs[c].curr;
-        let sibs = if old.is_some() != ent.is_some() {
-            self.sibling_tasks(c)
-        } else {
-            Vec::new()
-        };
-        sibs.iter().for_each(|&j| self.settle(j));
+        // Only `c`'s own runqueue changes here, so its siblings run the
+        // same tasks before and after.
+        let flips = old.is_some() != ent.is_some();
+        if flips {
+            self.each_sibling_task(c, Self::settle);
+        }
         if let Some(Ent::Task(o)) = old {
             self.settle(o);
             self.tasks[o].last_ran = self.t;
@@ -190,7 +233,9 @@ impl Multi<'_> {
             self.tasks[new].since = self.t;
             self.schedule_done(new);
         }
-        sibs.iter().for_each(|&j| self.schedule_done(j));
+        if flips {
+            self.each_sibling_task(c, Self::schedule_done);
+        }
         if !self.rqs[c].queue.is_empty() {
             let at = self.ceil_tick(self.t + self.slice_ns);
             self.arm_slice(c, at);
@@ -301,5 +346,39 @@ impl Multi<'_> {
         let u = hash3(self.spec.seed, c as u64, k);
         let j = -self.p.kernel.wakeup_jitter_us * 1e3 * (1.0 - u).ln();
         self.push(self.t + j, Ev::NewIdle(c));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::rng::Rng;
+    use crate::topology::presets;
+
+    /// The tick's order from the idle bits is the order the pass had when
+    /// it walked the runqueues: busy CPUs ascending, then the idle ones
+    /// from the one after the first idle CPU, wrapping, that CPU last.
+    #[test]
+    fn the_tick_order_from_the_idle_bits_is_the_walked_one() {
+        for preset in ["xeon-8167m-2n", "epyc-7551-8n", "ia64-4n"] {
+            let m = Machine::new(&presets::find(preset).unwrap().topology()).unwrap();
+            let n = m.len();
+            let mut rng = Rng::new(7);
+            for round in 0..200 {
+                let mut bits = IdleBits::new(&m);
+                // Every share of idle CPUs, none and all included.
+                let share = round as f64 / 199.0;
+                let idle: Vec<bool> = (0..n).map(|_| rng.unit() < share).collect();
+                (0..n).for_each(|c| bits.set_idle(&m, c, idle[c]));
+                let mut want: Vec<usize> = (0..n).filter(|&c| !idle[c]).collect();
+                let busy = want.len();
+                if let Some(ilb) = (0..n).find(|&c| idle[c]) {
+                    want.extend((ilb + 1..n).chain(0..=ilb).filter(|&c| idle[c]));
+                }
+                let mut got = Vec::new();
+                assert_eq!(bits.tick_order(n, &mut got), busy, "{preset}");
+                assert_eq!(got, want, "{preset}, round {round}");
+            }
+        }
     }
 }
