@@ -331,7 +331,7 @@ pub struct Transitions {
     /// (offset within the period, CPU, whether the worker is busy after
     /// it), sorted: the planned transition says what it is, so the engine
     /// does not work it out again from the time (a division and a floor per
-    /// transition, a twelfth of the EPYC's time).
+    /// transition: 6% of the EPYC's time, measured).
     at: Vec<(f64, usize, bool)>,
     period_ns: f64,
     /// The next transition: its period's start (load time) and its index.

@@ -74,7 +74,7 @@ impl SampleTrace {
 /// (docs/sim-validation.md, "The probe's start-up"). A record without the
 /// observer's start (0) keeps the whole window.
 pub fn measured_window(whole: Window, o: &crate::probe::record::ObservationReport) -> Window {
-    if o.start_mono_ns == 0 {
+    if o.start_mono_ns == 0 || whole.end_ns < whole.start_ns {
         return whole;
     }
     let start = o.start_mono_ns.clamp(whole.start_ns, whole.end_ns);
