@@ -195,17 +195,21 @@ fn check_traced(topology: &str, s: &BTreeMap<String, String>) {
         );
         // The trace covers what the probe measured, its warm-up and timed
         // loop, not its start-up: its moves are the ones the kernel
-        // counted over the probe's observed life (`se.nr_migrations`,
-        // read at the observer's start and end; a move at either instant
-        // may fall on either side). Over the probe's whole life, as the
-        // trace was read before, it counted the start-up's moves too: 46
-        // traced against 35 counted here (docs/sim-validation.md, "The
-        // probe's start-up").
+        // counted over the probe's observed life (`se.nr_migrations`).
+        // Not to the move: the observer reads the clock, then opens and
+        // reads /proc/thread-self/sched for the count, and a move in
+        // between (under TCG that can take a while) is in the trace's
+        // window and not in the count; the window also ends at the loop's
+        // end, the count a little later. Measured: 0-2 moves apart in 24
+        // samples on the 4node guest, 3 in 26 on the 8node-dl980 one. Over
+        // the probe's whole life, as the trace was read before, it counted
+        // the start-up's moves too: 46 traced against 35 counted here
+        // (docs/sim-validation.md, "The probe's start-up").
         let kernel = n(&x["probe"]["observation"]["kernel_migrations"]);
+        let traced = n(&m["total"]);
         assert!(
-            n(&m["total"]).abs_diff(kernel) <= 2,
-            "{at}: the trace has {} moves, the kernel counted {kernel} over the probe's observed life",
-            n(&m["total"])
+            traced.abs_diff(kernel) <= 2 + kernel / 8,
+            "{at}: the trace has {traced} moves, the kernel counted {kernel} over the probe's observed life"
         );
         let pct: f64 = x["trace"]["task"]["residency"]["node_pct"]
             .as_object()
