@@ -33,7 +33,7 @@ for attempt in 1 2; do
     numalab sim fit /tmp/r -o /tmp/lab.toml --base lab-tcg --caches base --format json >/tmp/fit.json 2>/tmp/fit.err
     fit=$?
     grep -q 'the machine was not quiet' /tmp/fit.err || break
-    echo "attempt $attempt: the fit found the guest's samples too spread: $(cat /tmp/fit.err | head -1)"
+    echo "attempt $attempt: the fit found the guest's samples too spread: $(head -1 /tmp/fit.err)"
 done
 echo "fit rc=$fit"
 echo @@fit; cat /tmp/fit.json

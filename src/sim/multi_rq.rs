@@ -82,41 +82,29 @@ impl IdleBits {
     /// after the first idle CPU, wrapping, that CPU last (see
     /// [`super::super::multi_lb::periodic`]). Returns how many are busy.
     pub fn tick_order(&self, n: usize, out: &mut Vec<usize>) -> usize {
-        let ones = |w: usize| {
-            let valid = n - w * 64;
-            if valid >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << valid) - 1
+        // The CPU positions word `w` holds (the last word may be partial).
+        let ones = |w: usize| match n - w * 64 {
+            v if v >= 64 => u64::MAX,
+            v => (1u64 << v) - 1,
+        };
+        let mut push = |idle: bool| {
+            for (w, &i) in self.idle.iter().enumerate() {
+                let mut x = if idle { i } else { !i } & ones(w);
+                while x != 0 {
+                    out.push(w * 64 + x.trailing_zeros() as usize);
+                    x &= x - 1;
+                }
             }
+            out.len()
         };
-        let push = |out: &mut Vec<usize>, w: usize, mut x: u64| {
-            while x != 0 {
-                out.push(w * 64 + x.trailing_zeros() as usize);
-                x &= x - 1;
-            }
-        };
-        for (w, &i) in self.idle.iter().enumerate() {
-            push(out, w, !i & ones(w));
+        let busy = push(false);
+        push(true);
+        // No idle CPU comes before the first one, so "from the one after
+        // it, wrapping, itself last" is the idle CPUs in order with the
+        // first moved to the end.
+        if out.len() > busy {
+            out[busy..].rotate_left(1);
         }
-        let busy = out.len();
-        let Some(ilb) = self.idle.iter().enumerate().find_map(|(w, &i)| {
-            let x = i & ones(w);
-            (x != 0).then(|| w * 64 + x.trailing_zeros() as usize)
-        }) else {
-            return busy;
-        };
-        // Idle CPUs above `ilb`, then those up to it.
-        let (iw, ib) = (ilb / 64, ilb % 64);
-        let above = if ib == 63 { 0 } else { u64::MAX << (ib + 1) };
-        push(out, iw, self.idle[iw] & ones(iw) & above);
-        for w in iw + 1..self.idle.len() {
-            push(out, w, self.idle[w] & ones(w));
-        }
-        for w in 0..iw {
-            push(out, w, self.idle[w] & ones(w));
-        }
-        push(out, iw, self.idle[iw] & ones(iw) & !above);
         busy
     }
 
